@@ -1,0 +1,58 @@
+"""The `shopbench` command: the composition root.
+
+Each command group lives in `shopbench/commands/<group>.py` and registers itself here; heavy
+imports stay inside the command functions so that `shopbench --help` is instant. Errors from
+the shopbench family become one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from shopbench.errors import ShopbenchError
+
+app = typer.Typer(
+    name="shopbench",
+    help="A shopping-agent arena whose graded episodes become training data.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(help="Benchmarks; each prints one JSON object.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+def _register() -> None:
+    from shopbench.commands import catalog, tasks
+
+    for module in (catalog, tasks):
+        module.register(app, bench_app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; shopbench errors become a one-line message and exit status 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except ShopbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except typer.Exit as e:
+        raise SystemExit(e.exit_code) from None
+    except Exception as e:  # click's usage errors carry their own formatting
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            raise SystemExit(e.exit_code) from None
+        if isinstance(e, click.exceptions.Abort):
+            raise SystemExit(130) from None
+        raise
+
+
+if __name__ == "__main__":
+    main()
