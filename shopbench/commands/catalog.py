@@ -1,9 +1,114 @@
-"""CLI commands (filled in by their owners)."""
+"""`shopbench catalog build | import | info`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+catalog_app = typer.Typer(help="Build, import and inspect product catalogs.", no_args_is_help=True)
+
+
+def _progress_bar(total: int | None, label: str):  # type: ignore[no-untyped-def]
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+
+
+@catalog_app.command("build")
+def build(
+    out: Annotated[Path, typer.Option("--out", help="catalog directory to write")],
+    products: Annotated[int, typer.Option("--products", help="number of products")] = 50_000,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="catalog seed; omit for a secret random seed (only its hash "
+                     "is recorded)"),
+    ] = None,
+    chunk_size: Annotated[int, typer.Option(help="products per Parquet part")] = 50_000,
+    workers: Annotated[int, typer.Option(help="generator processes")] = 2,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+) -> None:
+    """Generate a synthetic marketplace from a seed and index it (reuses an identical build)."""
+    from shopbench.catalog.store import build_catalog
+
+    if quiet:
+        cat = build_catalog(out, products, seed, chunk_size=chunk_size, workers=workers)
+    else:
+        with _progress_bar(products, "building") as bar:
+            task = bar.add_task("build", total=products)
+            cat = build_catalog(
+                out, products, seed, chunk_size=chunk_size, workers=workers,
+                progress=lambda n: bar.advance(task, n),
+            )
+    m = cat.manifest
+    typer.echo(
+        f"catalog {out}: {m.n_products} products, {m.n_shops} shops, {m.n_categories} leaf "
+        f"categories, {m.n_knowledge_pages} knowledge pages, seed sha256 {m.seed_hash}"
+    )
+
+
+@catalog_app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="ShoppingBench documents.jsonl or .jsonl.gz")],
+    out: Annotated[Path, typer.Option("--out", help="catalog directory to write")],
+    strict: Annotated[bool, typer.Option("--strict", help="a malformed line is fatal")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+) -> None:
+    """Import ShoppingBench's product file (streaming) into a catalog directory."""
+    from shopbench.catalog.importer import import_catalog
+
+    if quiet:
+        _, report = import_catalog(file, out, strict=strict)
+    else:
+        with _progress_bar(None, "importing") as bar:
+            task = bar.add_task("import", total=None)
+            _, report = import_catalog(
+                file, out, strict=strict, progress=lambda n: bar.advance(task, n)
+            )
+    for err in report.errors:
+        typer.echo(f"skipped {err}", err=True)
+    typer.echo(
+        f"imported {report.imported} products from {report.lines_read} lines "
+        f"({report.rejected} rejected) into {out}"
+    )
+
+
+@catalog_app.command("info")
+def info(
+    directory: Annotated[Path, typer.Argument(help="catalog directory")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Counts, categories, shops, seed hash and size of a catalog."""
+    from shopbench.catalog.store import Catalog, describe
+
+    facts = describe(Catalog.open(directory))
+    if as_json:
+        typer.echo(json.dumps(facts, indent=2))
+        return
+    tops = facts.pop("top_categories")
+    for k, v in facts.items():
+        typer.echo(f"{k:>18}: {v}")
+    typer.echo(f"{'top categories':>18}: {len(tops)}")
+    for name, n in tops.items():
+        typer.echo(f"{'':>20}{n:>9}  {name}")
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add this group's commands to the root app and the bench group."""
+    """Add `shopbench catalog ...`."""
+    app.add_typer(catalog_app, name="catalog")

@@ -47,8 +47,8 @@ class PriceBound(BaseModel):
 class Slot(BaseModel):
     """One product the user wants, with the constraints a recommendation must satisfy.
 
-    `sku_options` lists acceptable option combinations (ShoppingBench writes one);
-    `attributes` lists single-key dicts ``{key: [acceptable values]}``.
+    `sku_options` lists option combinations (ShoppingBench writes one); `attributes` lists
+    single-key dicts ``{key: [values]}``, every listed value required (as ShoppingBench).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -61,10 +61,11 @@ class Slot(BaseModel):
     service: list[Service] | None = None
 
     def n_constraints(self) -> int:
-        """Constraints counted as ShoppingBench counts them (title, each attribute, ...)."""
-        n = 1  # title
-        n += 1 if self.sku_options else 0
-        n += sum(len(a) for a in self.attributes or [])
+        """Constraints counted as ShoppingBench counts them: each title, each SKU key/value
+        pair, each attribute value, each price bound and each service."""
+        n = len(self.title)
+        n += sum(len(o) for o in self.sku_options or [])
+        n += sum(len(vs) for a in self.attributes or [] for vs in a.values())
         n += len(self.price or [])
         n += len(self.service or [])
         return n

@@ -1,0 +1,31 @@
+"""Shared fixtures: small real catalogs built with the real generator and index."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "shoppingbench"
+
+
+@pytest.fixture(scope="session")
+def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2,000-product catalog from seed 7 (built once per test process)."""
+    from shopbench.catalog.store import build_catalog
+
+    out = tmp_path_factory.mktemp("catalog") / "c"
+    build_catalog(out, 2000, seed=7, chunk_size=500, workers=1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def catalog(catalog_dir: Path):  # type: ignore[no-untyped-def]
+    """The opened 2,000-product catalog."""
+    from shopbench.catalog.store import Catalog
+
+    return Catalog.open(catalog_dir)
