@@ -57,14 +57,13 @@ def test_products_round_trip_and_fetch_by_id(catalog: Catalog) -> None:
 
 def test_parquet_is_readable_by_duckdb(catalog: Catalog) -> None:
     glob = str(catalog.path / "products" / "*.parquet")
-    n, shops = duckdb.sql(
+    con = duckdb.connect()
+    n, shops = con.execute(
         f"select count(*), count(distinct shop_id) from read_parquet('{glob}')"
     ).fetchone()
     assert n == 2000
     assert shops == catalog.manifest.n_shops
-    attrs = duckdb.sql(
-        f"select attributes from read_parquet('{glob}') limit 1"
-    ).fetchone()[0]
+    attrs = con.execute(f"select attributes from read_parquet('{glob}') limit 1").fetchone()[0]
     assert isinstance(json.loads(attrs), dict)
     assert pq.read_table(catalog.path / "knowledge.parquet").num_rows == (
         catalog.manifest.n_knowledge_pages

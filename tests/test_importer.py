@@ -76,7 +76,7 @@ def test_import_keeps_good_lines_and_reports_bad_ones(tmp_path: Path, name: str)
     cat, report = import_catalog(src, tmp_path / "c", chunk_size=2)
     assert (report.lines_read, report.imported, report.rejected) == (8, 3, 5)
     assert [e.split(": ", 1)[0] for e in report.errors] == [
-        f"{src}:2", f"{src}:4", f"{src}:7", f"{src}:9", f"{src}:10"
+        f"{src}:2", f"{src}:4", f"{src}:6", f"{src}:8", f"{src}:9"
     ]
     assert "duplicate product_id" in report.errors[3]
     assert cat.manifest.kind == "imported" and cat.manifest.n_products == 3

@@ -1,0 +1,12 @@
+"""The shopping environment: tools, episodes and episode-scoped ids.
+
+`ShoppingEnv.open(catalog_dir).new_episode(task)` gives an :class:`Episode` whose `call`
+runs ShoppingBench's tools (find_product, view_product_information, recommend_product,
+terminate, and web_search on knowledge tasks) and answers with the text the agent sees.
+"""
+
+from shopbench.env.env import ShoppingEnv
+from shopbench.env.episode import Episode, Observation, ToolCallRecord
+from shopbench.env.limits import EpisodeLimits
+
+__all__ = ["Episode", "EpisodeLimits", "Observation", "ShoppingEnv", "ToolCallRecord"]

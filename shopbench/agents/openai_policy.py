@@ -1,0 +1,292 @@
+"""A policy backed by any OpenAI-compatible chat endpoint that supports tools.
+
+Written for vLLM serving Qwen3 (``--enable-auto-tool-choice --tool-call-parser hermes
+--reasoning-parser qwen3``), and just as happy with any server speaking the chat-completions
+API. The model's reasoning is kept: read from ``reasoning_content`` (or ``reasoning``), or
+split out of ``<think>...</think>`` in the content when the server has no reasoning parser;
+tool calls written as hermes ``<tool_call>`` text are read when the server has no tool
+parser. Earlier reasoning goes back to the server in the form the chat template expects.
+
+Failures are typed: :class:`EndpointTimeout` (also a ``TimeoutError``), :class:`EndpointError`
+(refused, unreachable, an HTTP error status) and :class:`MalformedReply` (a body that is not
+a chat completion). Transient ones are retried with backoff before they are raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.errors import ShopbenchError
+
+_THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
+_TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class PolicyError(ShopbenchError):
+    """A policy could not produce its turn; `transient` failures are worth a retry."""
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class EndpointError(PolicyError):
+    """The endpoint refused the request, could not be reached, or answered an error status."""
+
+
+class EndpointTimeout(PolicyError, TimeoutError):
+    """The endpoint did not answer within the request timeout."""
+
+
+class MalformedReply(PolicyError):
+    """The endpoint answered, but not with a chat completion."""
+
+
+class OpenAIPolicyConfig(BaseModel):
+    """How to talk to one OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1, description="model name the server serves")
+    base_url: str = Field(description="API root, e.g. http://localhost:8000/v1")
+    api_key: str | None = Field(default=None, description="sent as a bearer token if set")
+    temperature: float | None = Field(default=0.6, ge=0, description="sampling temperature")
+    top_p: float | None = Field(default=0.95, gt=0, le=1, description="nucleus sampling")
+    max_tokens: int | None = Field(default=8192, ge=1, description="tokens per reply")
+    seed: int | None = Field(default=None, description="sampling seed, when the server takes one")
+    request_timeout_s: float = Field(default=300.0, gt=0, description="seconds per request")
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="seconds to connect")
+    retries: int = Field(default=2, ge=0, description="retries of a transient failure")
+    backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
+    max_response_bytes: int = Field(default=4 << 20, ge=1024, description="reply size cap")
+    reasoning_history: Literal["think", "field", "drop"] = Field(
+        default="think",
+        description="earlier reasoning sent back as <think> in the content (what Qwen3's "
+        "chat template reads), as a reasoning_content field, or not at all",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="more request fields, e.g. chat_template_kwargs"
+    )
+
+    @property
+    def chat_url(self) -> str:
+        """The chat-completions URL: the base URL (``/v1`` added when it has no path)."""
+        base = self.base_url.rstrip("/")
+        if base.endswith("/chat/completions"):
+            return base
+        if urlsplit(base).path in ("", "/"):
+            base += "/v1"
+        return base + "/chat/completions"
+
+
+class OpenAIPolicy:
+    """An agent whose turns come from a chat-completions endpoint.
+
+    One instance may serve many concurrent episodes; it keeps one connection pool per
+    event loop. Call :meth:`aclose` when done with it.
+    """
+
+    def __init__(self, config: OpenAIPolicyConfig) -> None:
+        self.config = config
+        self.name = f"openai:{config.model}"
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def act(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
+    ) -> AssistantMessage:
+        """Ask the endpoint for the next turn and return it as an assistant message.
+
+        Raises EndpointTimeout, EndpointError or MalformedReply once the retries are spent.
+        A reply over the message size limits is returned as it came (unvalidated), so the
+        episode loop can tell the agent.
+        """
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [self._outgoing(m) for m in messages],
+            **self.config.extra_body,
+        }
+        if tools:
+            body["tools"] = tools
+            body["tool_choice"] = "auto"
+        for name in ("temperature", "top_p", "max_tokens", "seed"):
+            value = getattr(self.config, name)
+            if value is not None:
+                body.setdefault(name, value)
+        data = await self._post(body)
+        return parse_completion(data)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- request -----------------------------------------------------------------------------
+
+    def _outgoing(self, m: ChatMessage) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.role == "assistant":
+            if m.tool_calls:
+                out["tool_calls"] = [c.model_dump() for c in m.tool_calls]
+            reasoning = m.reasoning_content
+            if reasoning and self.config.reasoning_history == "think":
+                out["content"] = f"<think>\n{reasoning}\n</think>\n\n{m.content or ''}"
+            elif reasoning and self.config.reasoning_history == "field":
+                out["reasoning_content"] = reasoning
+        elif m.role == "tool":
+            out["tool_call_id"] = m.tool_call_id or ""
+            out["content"] = m.content or ""
+        return out
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # A pool belongs to the loop that made it; a new loop gets a new pool.
+            headers = {"Content-Type": "application/json"}
+            if self.config.api_key:
+                headers["Authorization"] = f"Bearer {self.config.api_key}"
+            timeout = httpx.Timeout(
+                self.config.request_timeout_s, connect=self.config.connect_timeout_s
+            )
+            self._client = httpx.AsyncClient(timeout=timeout, headers=headers)
+            self._loop = loop
+        return self._client
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        url = self.config.chat_url
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        delay = self.config.backoff_s
+        attempts = self.config.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._post_once(url, payload)
+            except PolicyError as e:
+                if attempt == attempts or not e.transient:
+                    raise
+            await asyncio.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _post_once(self, url: str, payload: bytes) -> Any:
+        cap = self.config.max_response_bytes
+        try:
+            async with self._http().stream("POST", url, content=payload) as r:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in r.aiter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise MalformedReply(f"{url}: reply over {cap} bytes", transient=False)
+                    chunks.append(chunk)
+                status = r.status_code
+        except httpx.TimeoutException:
+            raise EndpointTimeout(
+                f"{url}: no reply within {self.config.request_timeout_s:g} s"
+            ) from None
+        except httpx.HTTPError as e:
+            raise EndpointError(f"{url}: {type(e).__name__}: {e or 'unreachable'}") from None
+        raw = b"".join(chunks)
+        if status >= 400:
+            text = raw[:300].decode("utf-8", errors="replace").strip()
+            raise EndpointError(
+                f"{url}: HTTP {status}: {text}", transient=status in _RETRY_STATUS
+            )
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            text = raw[:80].decode("utf-8", errors="replace")
+            raise MalformedReply(f"{url}: reply is not JSON ({text!r})") from None
+
+
+# -- reply ----------------------------------------------------------------------------------
+
+
+def parse_completion(data: Any) -> AssistantMessage:
+    """The assistant message of a chat-completion body; MalformedReply if it has none.
+
+    Reasoning comes from ``reasoning_content`` or ``reasoning``, else from a leading
+    ``<think>...</think>`` in the content; tool calls from ``tool_calls``, else from hermes
+    ``<tool_call>{...}</tool_call>`` blocks in the content. Arguments given as an object are
+    re-encoded as JSON text; arguments that are not JSON stay as they came, for the
+    environment to reject.
+    """
+    try:
+        message = data["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        raise MalformedReply("the reply has no choices[0].message") from None
+    if not isinstance(message, dict):
+        raise MalformedReply("choices[0].message is not an object")
+    content = _text(message.get("content"), "content")
+    reasoning = _text(message.get("reasoning_content") or message.get("reasoning"), "reasoning")
+    if reasoning is None and content and "</think>" in content:
+        found = _THINK.match(content)
+        if found:
+            reasoning = found.group(1).strip() or None
+            content = content[found.end() :]
+    raw_calls = message.get("tool_calls")
+    calls: list[dict[str, Any]] = []
+    if isinstance(raw_calls, list) and raw_calls:
+        for i, c in enumerate(raw_calls):
+            calls.append(_call(c, i))
+    elif raw_calls not in (None, []):
+        raise MalformedReply("tool_calls is not a list")
+    elif content and "<tool_call>" in content:
+        calls = [_text_call(block, i) for i, block in enumerate(_TOOL_CALL_TEXT.findall(content))]
+        content = _TOOL_CALL_TEXT.sub("", content)
+    content = content.strip() if content else None
+    fields = {
+        "content": content or None,
+        "reasoning_content": reasoning,
+        "tool_calls": calls or None,
+    }
+    try:
+        return AssistantMessage.model_validate(fields)
+    except ValidationError:
+        # Over a size limit: hand it on as it is, the episode loop tells the agent.
+        return AssistantMessage.model_construct(**fields)
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):  # content parts: keep the text ones
+        parts = [p.get("text", "") for p in value if isinstance(p, dict)]
+        return "".join(p for p in parts if isinstance(p, str))
+    raise MalformedReply(f"{what} is {type(value).__name__}, not text")
+
+
+def _call(c: Any, i: int) -> dict[str, Any]:
+    if not isinstance(c, dict) or not isinstance(c.get("function"), dict):
+        raise MalformedReply(f"tool_calls[{i}] has no function object")
+    fn = c["function"]
+    name = fn.get("name")
+    if not isinstance(name, str):
+        raise MalformedReply(f"tool_calls[{i}].function.name is not text")
+    args = fn.get("arguments")
+    if not isinstance(args, str):
+        args = "{}" if args is None else json.dumps(args, ensure_ascii=False)
+    call_id = c.get("id") if isinstance(c.get("id"), str) else ""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def _text_call(block: str, i: int) -> dict[str, Any]:
+    """A hermes ``<tool_call>`` block; unreadable ones become a call the env will reject."""
+    try:
+        obj = json.loads(block)
+    except json.JSONDecodeError:
+        obj = None
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return {"id": "", "type": "function", "function": {"name": "", "arguments": block}}
+    args = obj.get("arguments", {})
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return {"id": "", "type": "function", "function": {"name": obj["name"], "arguments": text}}

@@ -1,0 +1,45 @@
+"""Reference policies: agents whose behaviour is known, for measuring arenas, judges and filters.
+
+Honest ones (``careful``, ``careful_terse``, ``trial_and_error``), lazy ones (``greedy``),
+narrators whose reasoning does not drive their calls (``narrator``, ``narrator_quoting``), a
+cheat that solves tasks offline with the catalog in hand (``offline``), and agents that never
+succeed (``guesser``, ``random``). All see only the messages and the tool schemas, and are
+deterministic for a seed.
+"""
+
+from shopbench.agents.reference.careful import CarefulPolicy, CarefulTersePolicy
+from shopbench.agents.reference.greedy import GreedyPolicy
+from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
+from shopbench.agents.reference.narrator import NarratorPolicy, NarratorQuotingPolicy
+from shopbench.agents.reference.offline import OfflinePolicy
+from shopbench.agents.reference.script import ScriptedPolicy
+from shopbench.agents.reference.trial import TrialAndErrorPolicy
+
+SCRIPTED: dict[str, type[ScriptedPolicy]] = {
+    p.name: p
+    for p in (
+        CarefulPolicy,
+        CarefulTersePolicy,
+        TrialAndErrorPolicy,
+        GreedyPolicy,
+        NarratorPolicy,
+        NarratorQuotingPolicy,
+        GuesserPolicy,
+        RandomPolicy,
+    )
+}
+"""The reference policies that need nothing but a seed, by name."""
+
+__all__ = [
+    "SCRIPTED",
+    "CarefulPolicy",
+    "CarefulTersePolicy",
+    "GreedyPolicy",
+    "GuesserPolicy",
+    "NarratorPolicy",
+    "NarratorQuotingPolicy",
+    "OfflinePolicy",
+    "RandomPolicy",
+    "ScriptedPolicy",
+    "TrialAndErrorPolicy",
+]

@@ -1,0 +1,58 @@
+"""The careful shopper: reads every constraint, searches with filters, checks, compares.
+
+``careful`` reads the request (price bounds, services, attribute values, one shop, the
+voucher, the question to look up), searches with the request's filters, opens the closest
+matches, checks each requirement against the details, compares at least two candidates
+with their prices and attributes, reformulates after empty or off-target results, then
+recommends and terminates. ``careful_terse`` makes exactly the same calls with one short
+sentence of reasoning per turn.
+"""
+
+from __future__ import annotations
+
+from shopbench.agents.reference.knowledge import knowledge_moves
+from shopbench.agents.reference.multi import shop_moves, voucher_moves
+from shopbench.agents.reference.prose import Writer
+from shopbench.agents.reference.query_reading import read_query
+from shopbench.agents.reference.script import Context, Script, ScriptedPolicy
+from shopbench.agents.reference.session import Moves, Session, needs_sentence
+
+
+def careful_plan(s: Session) -> Moves:
+    """Find the products for the whole request; return (picks in item order, all_ok)."""
+    kind = s.reading.kind
+    if kind == "knowledge":
+        return (yield from knowledge_moves(s))
+    if kind == "shop":
+        return (yield from shop_moves(s))
+    if kind == "voucher":
+        return (yield from voucher_moves(s))
+    picks = []
+    all_ok = True
+    for i, item in enumerate(s.reading.items):
+        intro = needs_sentence(s.w, s.reading, s) if i == 0 else f"Now item {i + 1}."
+        found = yield from s.find(item, intro=intro)
+        picks.append(found.best)
+        all_ok = all_ok and found.pick is not None
+    return picks, all_ok
+
+
+class CarefulPolicy(ScriptedPolicy):
+    """Reads the constraints, searches with filters, checks details, compares, recommends."""
+
+    name = "careful"
+    terse = False
+
+    def script(self, ctx: Context) -> Script:
+        """The careful shopper's episode."""
+        reading = read_query(ctx.query, knowledge=ctx.offers("web_search"))
+        s = Session(ctx, reading, Writer(ctx.rng, terse=self.terse))
+        picks, all_ok = yield from careful_plan(s)
+        yield from s.finish(picks, all_ok)
+
+
+class CarefulTersePolicy(CarefulPolicy):
+    """The careful shopper's exact calls, with one short sentence of reasoning per turn."""
+
+    name = "careful_terse"
+    terse = True

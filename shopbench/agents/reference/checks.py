@@ -1,0 +1,169 @@
+"""Checking a viewed product against what the request asked for, as a careful shopper does.
+
+Title: the share of the item's words the product title carries (a Dice overlap of content
+words, sellers' noise ignored). Price and services: against the bound and the services
+read from the request. Attribute and SKU values: the request's values for the keys the
+product shows, all met by the product's attributes together with one of its SKU options
+(the option the shopper would pick).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from shopbench.agents.reference.observations import Details
+from shopbench.agents.reference.prose import money, price_words
+from shopbench.agents.reference.query_reading import (
+    SERVICE_NAMES,
+    ItemNeed,
+    requested_pairs,
+    states_value,
+)
+
+TITLE_OK = 0.6
+"""A title sharing less than this (Dice) with the item's words names another product."""
+
+_WORD = re.compile(r"[^\W_]+")
+# Words that say nothing about what a product is: function words and sellers' noise.
+_IGNORED = frozenset({
+    "for", "with", "and", "the", "of", "a", "an", "to", "by", "from", "or", "in", "on", "at",
+    "original", "authentic", "genuine", "new", "sale", "hot", "ready", "stock", "sealed",
+    "cod", "free", "shipping", "official", "store", "legit", "promo", "cheap", "seller",
+    "selling", "quality",
+})  # fmt: skip
+_PACK = re.compile(r"^\d+(?:pcs|pc|pieces|pack|packs|x)$|^x\d+$")
+
+
+@lru_cache(maxsize=16384)
+def content_words(text: str) -> frozenset[str]:
+    """The words of a title that say what the product is (folded, singular, noise gone)."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    out: set[str] = set()
+    for w in _WORD.findall(folded):
+        if w in _IGNORED or _PACK.match(w):
+            continue
+        out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return frozenset(out)
+
+
+def title_score(wanted: str, title: str) -> float:
+    """Dice overlap of the content words of `wanted` and `title` (1.0 = same words)."""
+    a, b = content_words(wanted), content_words(title)
+    if not a or not b:
+        return 0.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+def keys_of(details: list[Details]) -> set[str]:
+    """Every attribute and SKU key the viewed products show."""
+    keys: set[str] = set()
+    for d in details:
+        keys.update(d.attributes)
+        for option in d.sku_options.values():
+            keys.update(option)
+    return keys
+
+
+@dataclass(slots=True)
+class Check:
+    """How one product measures up to one item of the request."""
+
+    details: Details
+    title_score: float
+    met: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    option: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when every requirement holds."""
+        return not self.misses
+
+
+def _values(d: Details, option: dict[str, str]) -> dict[str, set[str]]:
+    pool: dict[str, set[str]] = {k: {v.casefold() for v in vs} for k, vs in d.attributes.items()}
+    for k, v in option.items():
+        pool.setdefault(k, set()).add(v.casefold())
+    return pool
+
+
+def _meets(text: str, key: str, wanted: str, have: set[str]) -> bool:
+    if wanted in have:
+        return True
+    # A value with a comma or an "and" in it is cut short when read; try the product's own.
+    return any(v.startswith(wanted) and states_value(text, key, v) for v in have)
+
+
+def check(
+    item: ItemNeed,
+    d: Details,
+    pairs: dict[str, str],
+    *,
+    wanted_title: str | None = None,
+    must_mention: str | None = None,
+) -> Check:
+    """Check `d` against the item: title, price, services, requested values (`pairs`), and
+    (knowledge requests) a name the title or description must carry."""
+    score = title_score(wanted_title or item.phrase, d.title)
+    c = Check(details=d, title_score=score)
+    if score >= TITLE_OK:
+        c.met.append(f"the title matches ({score:.0%} of the words)")
+    else:
+        c.misses.append(f"the title shares only {score:.0%} of the words")
+    if item.price is not None:
+        if item.price.admits(d.price):
+            c.met.append(f"{money(d.price)} is {price_words(item.price)}")
+        else:
+            c.misses.append(f"{money(d.price)} is not {price_words(item.price)}")
+    for s in item.services:
+        if s in d.service:
+            c.met.append(f"it has {SERVICE_NAMES.get(s, s)}")
+        else:
+            c.misses.append(f"no {SERVICE_NAMES.get(s, s)}")
+    if pairs:
+        options = [{}, *d.sku_options.values()]
+        best: tuple[int, dict[str, str]] = (-1, {})
+        for option in options:
+            pool = _values(d, option)
+            n = sum(_meets(item.text, k, v, pool.get(k, set())) for k, v in pairs.items())
+            if n > best[0]:
+                best = (n, option)
+        c.option = best[1]
+        pool = _values(d, c.option)
+        for k, v in pairs.items():
+            label = k.replace("_", " ")
+            have = pool.get(k, set())
+            if _meets(item.text, k, v, have):
+                c.met.append(f'{label} "{v}"')
+            else:
+                shown = ", ".join(sorted(have)) or "not listed"
+                c.misses.append(f'{label} is {shown}, not "{v}"')
+    if must_mention:
+        name = must_mention.casefold()
+        if name in d.title.casefold() or name in d.description.casefold():
+            c.met.append(f"it mentions {must_mention}")
+        else:
+            c.misses.append(f"it never mentions {must_mention}")
+    return c
+
+
+def check_all(
+    item: ItemNeed,
+    viewed: list[Details],
+    *,
+    wanted_title: str | None = None,
+    must_mention: str | None = None,
+) -> list[Check]:
+    """Check every viewed product against the item, best first (requirements met, then
+    title score, then the cheaper)."""
+    pairs = requested_pairs(item.text, keys_of(viewed))
+    checks = [
+        check(item, d, pairs, wanted_title=wanted_title, must_mention=must_mention)
+        for d in viewed
+    ]
+    checks.sort(key=lambda c: (len(c.misses), -c.title_score, c.details.price))
+    return checks

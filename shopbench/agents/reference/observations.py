@@ -1,0 +1,208 @@
+"""Reading an episode back from its messages: the request, the turns so far, their results.
+
+A reference policy keeps no memory between turns: every turn it reads the whole
+conversation again, exactly what a model would be shown. This module turns that message
+list into typed records — the first user message, and per earlier assistant turn the calls
+it made and what each returned (search hits, product details, web pages, or an error).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from shopbench.agents.messages import ChatMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One find_product result."""
+
+    product_id: str
+    shop_id: str
+    title: str
+    price: float
+    service: tuple[str, ...]
+    sold_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Details:
+    """One view_product_information result."""
+
+    product_id: str
+    shop_id: str
+    title: str
+    price: float
+    service: tuple[str, ...]
+    short_description: str
+    description: str
+    sku_options: dict[str, dict[str, str]]
+    attributes: dict[str, list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class WebPage:
+    """One web_search result."""
+
+    url: str
+    title: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A tool call of an earlier turn and what the environment answered."""
+
+    name: str
+    arguments: dict[str, Any]
+    text: str
+    error: str | None = None
+    hits: tuple[Hit, ...] = ()
+    details: tuple[Details, ...] = ()
+    pages: tuple[WebPage, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+
+@dataclass(slots=True)
+class Conversation:
+    """The request and the earlier turns of an episode, as a policy reads them."""
+
+    query: str
+    tools: tuple[str, ...]
+    turns: list[list[CallResult]] = field(default_factory=list)
+
+
+def read_conversation(messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Conversation:
+    """The first user message, the offered tool names, and every earlier turn's results.
+
+    A turn is an assistant message; its results are the tool messages answering its calls
+    (matched by tool_call_id, in call order). A call with no answer reads as an error.
+    """
+    query = next((m.content or "" for m in messages if m.role == "user"), "")
+    names = tuple(
+        t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)
+    )
+    answers = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    turns: list[list[CallResult]] = []
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        results: list[CallResult] = []
+        for call in m.tool_calls or []:
+            answer = answers.get(call.id)
+            text = answer.content or "" if answer is not None else "Error: no result"
+            results.append(_result(call.function.name, call.function.arguments, text))
+        turns.append(results)
+    return Conversation(query=query, tools=names, turns=turns)
+
+
+def _result(name: str, arguments: str, text: str) -> CallResult:
+    args = _arguments(arguments)
+    if text.startswith("Error:"):
+        return CallResult(name=name, arguments=args, text=text, error=text[6:].strip())
+    data = _json(text)
+    if name == "find_product" and isinstance(data, list):
+        return CallResult(name=name, arguments=args, text=text, hits=_hits(text))
+    if name == "view_product_information" and isinstance(data, list):
+        return CallResult(name=name, arguments=args, text=text, details=_details(text))
+    if name == "web_search" and isinstance(data, list):
+        return CallResult(name=name, arguments=args, text=text, pages=_pages(text))
+    return CallResult(name=name, arguments=args, text=text)
+
+
+# Parsing is cached by text: a policy re-reads the same observations on every turn.
+@lru_cache(maxsize=4096)
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _arguments(text: str) -> dict[str, Any]:
+    value = _json(text)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+@lru_cache(maxsize=2048)
+def _hits(text: str) -> tuple[Hit, ...]:
+    out: list[Hit] = []
+    for h in _json(text) or []:
+        if isinstance(h, dict) and isinstance(h.get("product_id"), str):
+            out.append(
+                Hit(
+                    product_id=h["product_id"],
+                    shop_id=str(h.get("shop_id", "")),
+                    title=str(h.get("title", "")),
+                    price=_float(h.get("price")),
+                    service=tuple(h.get("service") or ()),
+                    sold_count=int(_float(h.get("sold_count"))),
+                )
+            )
+    return tuple(out)
+
+
+@lru_cache(maxsize=2048)
+def _details(text: str) -> tuple[Details, ...]:
+    out: list[Details] = []
+    for d in _json(text) or []:
+        if isinstance(d, dict) and isinstance(d.get("product_id"), str):
+            out.append(
+                Details(
+                    product_id=d["product_id"],
+                    shop_id=str(d.get("shop_id", "")),
+                    title=str(d.get("title", "")),
+                    price=_float(d.get("price")),
+                    service=tuple(d.get("service") or ()),
+                    short_description=str(d.get("short_description", "")),
+                    description=str(d.get("description", "")),
+                    sku_options=d.get("sku_options") or {},
+                    attributes=d.get("attributes") or {},
+                )
+            )
+    return tuple(out)
+
+
+@lru_cache(maxsize=1024)
+def _pages(text: str) -> tuple[WebPage, ...]:
+    return tuple(
+        WebPage(url=str(p.get("url", "")), title=str(p.get("title", "")),
+                content=str(p.get("content", "")))
+        for p in _json(text) or []
+        if isinstance(p, dict)
+    )
+
+
+def all_hits(turns: list[list[CallResult]]) -> list[Hit]:
+    """Every search hit shown so far, first showing first, each product once."""
+    seen: dict[str, Hit] = {}
+    for turn in turns:
+        for r in turn:
+            for h in r.hits:
+                seen.setdefault(h.product_id, h)
+    return list(seen.values())
+
+
+def all_details(turns: list[list[CallResult]]) -> dict[str, Details]:
+    """Every product viewed so far, by product_id."""
+    out: dict[str, Details] = {}
+    for turn in turns:
+        for r in turn:
+            for d in r.details:
+                out[d.product_id] = d
+    return out

@@ -1,0 +1,125 @@
+"""`shopbench eval` (a policy on a task file: ASR, pass@k, reports) and `shopbench bench eval`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def _load(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
+    """The environment and the tasks; rejected task lines are reported, none loaded is fatal."""
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.runner import EvalError
+    from shopbench.tasks.io import read_tasks
+
+    env = ShoppingEnv.open(catalog)
+    load = read_tasks(tasks)
+    for line in load.rejected[:10]:
+        typer.echo(f"skipped {line}", err=True)
+    if len(load.rejected) > 10:
+        typer.echo(f"... and {len(load.rejected) - 10} more rejected lines", err=True)
+    chosen = load.tasks[:limit] if limit else load.tasks
+    if not chosen:
+        raise EvalError(f"{tasks}: no valid tasks to evaluate")
+    return env, chosen
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add `eval` to the root app and `eval` to the bench group."""
+
+    @app.command("eval")
+    def eval_command(
+        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+        tasks: Path = typer.Option(
+            ..., "--tasks", help="task file (JSONL, ours or ShoppingBench's)"
+        ),
+        policy: str = typer.Option(
+            ..., "--policy",
+            help="careful, careful_terse, trial_and_error, greedy, narrator, narrator_quoting, "
+            "offline, guesser, random, or openai:MODEL@URL",
+        ),
+        out: Path = typer.Option(..., "--out", help="directory for trajectories and reports"),
+        samples: int = typer.Option(1, "--samples", min=1, help="episodes per task (K of pass@k)"),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
+        seed: int = typer.Option(0, "--seed", help="seed of the episode keys and policies"),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
+        turn_timeout: float = typer.Option(
+            120.0, "--turn-timeout", min=0.001, help="seconds the policy may take per turn"
+        ),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    ) -> None:
+        """Run a policy on every task K times; write trajectories.jsonl, report.json/.md."""
+        from shopbench.agents.registry import check_spec, make_policy
+        from shopbench.evaluate.report import build_report, write_outputs
+        from shopbench.evaluate.runner import EvalConfig, run_evaluation
+        from shopbench.trajectory import RunLimits
+
+        check_spec(policy)  # a bad --policy fails before the catalog is opened
+        env, chosen = _load(catalog, tasks, limit)
+        config = EvalConfig(
+            samples=samples, concurrency=concurrency, seed=seed,
+            limits=RunLimits(turn_timeout_s=turn_timeout),
+        )
+
+        def make(k: int):  # type: ignore[no-untyped-def]
+            return make_policy(policy, catalog=env.catalog, seed=k)
+
+        total = len(chosen) * samples
+        if quiet:
+            trajectories, seconds = run_evaluation(env, chosen, make, config)
+        else:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            with Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("ASR {task.fields[asr]:.3f}"), TimeElapsedColumn(),
+                TimeRemainingColumn(),
+            ) as bar:
+                job = bar.add_task(policy, total=total, asr=0.0)
+                wins = [0, 0]
+
+                def done(t):  # type: ignore[no-untyped-def]
+                    wins[0] += int(t.success)
+                    wins[1] += 1
+                    bar.update(job, advance=1, asr=wins[0] / wins[1])
+
+                trajectories, seconds = run_evaluation(env, chosen, make, config, on_done=done)
+        report = build_report(trajectories, policy=policy, samples=samples, seconds=seconds)
+        write_outputs(out, trajectories, report)
+        by_intent = ", ".join(f"{k} {v:.3f}" for k, v in report.asr_by_intent.items())
+        typer.echo(
+            f"{policy}: ASR {report.asr:.3f} ({by_intent}); pass@{samples} "
+            f"{report.pass_at_k[str(samples)]:.3f}; {report.episodes} episodes, "
+            f"{report.errors['episodes_ended_by_policy']} ended by the policy; wrote {out}"
+        )
+
+    @bench_app.command("eval")
+    def bench_eval(
+        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+        tasks: Path = typer.Option(..., "--tasks", help="task file"),
+        policy: str = typer.Option("careful", "--policy", help="a reference policy name"),
+        episodes: int = typer.Option(200, "--episodes", min=1, help="episodes to play"),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
+        seed: int = typer.Option(0, "--seed", help="seed of the episode keys and policies"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Episodes per second of the episode loop with a local policy (env + policy + grade)."""
+        from bench.eval import EvalBenchConfig, run
+
+        result = run(
+            EvalBenchConfig(
+                catalog=catalog, tasks=tasks, policy=policy, episodes=episodes,
+                concurrency=concurrency, seed=seed,
+            )
+        )
+        data = result.model_dump()
+        typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))

@@ -1,0 +1,80 @@
+"""`shopbench search` (find_product from the command line) and `shopbench bench search`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def search_command(
+    directory: Annotated[Path, typer.Argument(help="catalog directory")],
+    query: Annotated[str, typer.Argument(help="words to search; empty for the top sellers")],
+    price: Annotated[
+        str | None, typer.Option("--price", help='price range "lo-hi", "lo-" or "-hi"')
+    ] = None,
+    service: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--service",
+            help="required service (repeatable): official, freeShipping, COD, flashsale",
+        ),
+    ] = None,
+    shop: Annotated[str | None, typer.Option("--shop", help="only this shop id")] = None,
+    sort: Annotated[
+        str, typer.Option("--sort", help="default, priceasc, pricedesc or order (most sold)")
+    ] = "default",
+    page: Annotated[int, typer.Option("--page", help="page 1-5 of the top 50, 10 each")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="print the hits as JSON")] = False,
+) -> None:
+    """Search a catalog as an agent's find_product does, showing catalog ids."""
+    from shopbench.catalog.layout import INDEX_DIR, read_manifest
+    from shopbench.search.index import SearchIndex
+
+    read_manifest(directory)
+    index = SearchIndex.open(directory / INDEX_DIR)
+    hits = index.find(query, page, shop_id=shop, price=price, service=service or (), sort=sort)
+    if as_json:
+        typer.echo(json.dumps([h.model_dump() for h in hits], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    first = (page - 1) * 10 + 1
+    table = Table(title=f"{query!r}: page {page}, {len(hits)} hits", title_justify="left")
+    for name, justify in (("#", "right"), ("product_id", "left"), ("shop_id", "left"),
+                          ("title", "left"), ("price", "right"), ("sold", "right"),
+                          ("service", "left"), ("score", "right")):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for i, h in enumerate(hits, start=first):
+        table.add_row(str(i), h.product_id, h.shop_id, h.title, f"{h.price:,.2f}",
+                      str(h.sold_count), ",".join(h.service), f"{h.score:.2f}")
+    Console().print(table)
+
+
+def bench_search_command(
+    catalog: Annotated[Path, typer.Option("--catalog", help="catalog directory")],
+    queries: Annotated[int, typer.Option("--queries", min=10, help="queries to run")] = 2000,
+    threads: Annotated[
+        int, typer.Option("--threads", min=1, help="threads sharing one index for qps_threads")
+    ] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="seed for drawing the queries")] = 0,
+    as_json: Annotated[bool, typer.Option("--json/--no-json", help="print one JSON object")] = True,
+) -> None:
+    """Search latency (p50/p99, filtered), throughput on 1 and N threads, open time."""
+    from bench.search import SearchBenchConfig, run
+
+    result = run(SearchBenchConfig(catalog=catalog, queries=queries, threads=threads, seed=seed))
+    if as_json:
+        typer.echo(result.model_dump_json())
+        return
+    for k, v in result.model_dump().items():
+        typer.echo(f"{k:>16}: {v}")
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add `search` to the root app and `search` to the bench group."""
+    app.command("search")(search_command)
+    bench_app.command("search")(bench_search_command)

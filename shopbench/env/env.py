@@ -1,0 +1,97 @@
+"""The shopping environment: a catalog opened once, episodes made from it per task."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from shopbench.env.episode import Episode
+from shopbench.env.knowledge_index import KnowledgeIndex
+from shopbench.env.limits import EpisodeLimits
+from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
+from shopbench.env.toolkit import ToolSpec
+from shopbench.env.tools import ShopTools
+from shopbench.errors import ShopbenchError
+
+if TYPE_CHECKING:
+    from shopbench.catalog.store import Catalog
+    from shopbench.tasks.model import Intent, Task
+
+KEY_BYTES = 32
+# ShoppingBench offers web search only on knowledge tasks; so do we.
+KNOWLEDGE_ONLY_TOOLS = frozenset({"web_search"})
+
+
+class ShoppingEnv:
+    """A catalog with its search index and knowledge corpus, serving many episodes.
+
+    Thread-safe for making and playing episodes concurrently: episodes share only the
+    read-only indexes; the knowledge index is built once, on the first knowledge task.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        limits: EpisodeLimits | None = None,
+        prompt_version: str = SYSTEM_PROMPT_VERSION,
+    ) -> None:
+        self.catalog = catalog
+        self.limits = limits or EpisodeLimits()
+        self.prompt_version = prompt_version
+        self.system_prompt = render_system_prompt(
+            prompt_version,
+            max_turns=self.limits.max_turns,
+            max_calls_per_turn=self.limits.max_calls_per_turn,
+        )
+        self._knowledge: KnowledgeIndex | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        catalog_dir: str | Path,
+        limits: EpisodeLimits | None = None,
+        prompt_version: str = SYSTEM_PROMPT_VERSION,
+    ) -> ShoppingEnv:
+        """Open the catalog at `catalog_dir` (CatalogError naming the path if it is not one)."""
+        from shopbench.catalog.store import Catalog
+
+        return cls(Catalog.open(catalog_dir), limits, prompt_version)
+
+    def tool_specs(self, intent: Intent) -> dict[str, ToolSpec]:
+        """The tools offered on a task of `intent`, by name, in ShoppingBench's order."""
+        return {
+            name: spec
+            for name, spec in ShopTools.tool_specs().items()
+            if intent == "knowledge" or name not in KNOWLEDGE_ONLY_TOOLS
+        }
+
+    def knowledge_index(self) -> KnowledgeIndex:
+        """The web_search index over the catalog's knowledge pages (built on first use)."""
+        with self._lock:
+            if self._knowledge is None:
+                self._knowledge = KnowledgeIndex(self.catalog.knowledge())
+            return self._knowledge
+
+    def new_episode(self, task: Task, key: bytes | None = None) -> Episode:
+        """A fresh episode for `task`; `key` (≥ 16 bytes) fixes its tokens, none draws one.
+
+        The key decides every id the agent sees and is never shown to it: the same key
+        reproduces the same tokens, another key makes every earlier token invalid.
+        """
+        if key is None:
+            key = secrets.token_bytes(KEY_BYTES)
+        elif len(key) < 16:
+            raise ShopbenchError(f"an episode key needs at least 16 bytes, got {len(key)}")
+        return Episode(
+            task=task,
+            key=key,
+            index=self.catalog.index,
+            specs=self.tool_specs(task.intent),
+            system_prompt=self.system_prompt,
+            system_prompt_version=self.prompt_version,
+            limits=self.limits,
+            knowledge=self.knowledge_index if task.intent == "knowledge" else None,
+        )

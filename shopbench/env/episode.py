@@ -1,0 +1,288 @@
+"""One episode: the state machine an agent's tool calls run against.
+
+:meth:`Episode.call` is the single boundary where a failing call becomes an error
+observation: whatever the agent sends (an unknown tool, broken JSON, a bad argument, an id
+it was never shown, a call after the end), the episode answers with text telling it what was
+wrong, logs the call, and never raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.env.errors import (
+    ArgumentError,
+    EpisodeOverError,
+    LimitError,
+    UnknownToolError,
+    error_code,
+)
+from shopbench.env.limits import EpisodeLimits
+from shopbench.env.tokens import TokenBook
+from shopbench.env.toolkit import ToolSpec, bind_arguments
+from shopbench.env.tools import ShopTools
+from shopbench.errors import ShopbenchError
+
+if TYPE_CHECKING:
+    from shopbench.env.knowledge_index import KnowledgeIndex
+    from shopbench.search.index import SearchIndex
+    from shopbench.tasks.model import Task
+
+logger = logging.getLogger(__name__)
+
+EndReason = Literal["terminated", "max_turns", "aborted"]
+
+
+class Observation(BaseModel):
+    """What one tool call returned: `content` is exactly the text the agent sees."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    error: str | None = Field(
+        default=None, description="None on success, else the error code (e.g. invalid_id)"
+    )
+
+    @property
+    def ok(self) -> bool:
+        """True when the call succeeded."""
+        return self.error is None
+
+
+class ToolCallRecord(BaseModel):
+    """One logged call: what was asked, what was answered, how long it took."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int = Field(description="the assistant turn (1-based) the call belongs to")
+    name: str = Field(description="the tool name as sent (cut to the name limit)")
+    arguments: dict[str, Any] | str = Field(
+        description="parsed arguments, or the raw text when it was not a JSON object"
+    )
+    result: str = Field(description="the observation content")
+    error: str | None = None
+    latency_ms: float
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the observation content, for archives that keep only a digest."""
+        return hashlib.sha256(self.result.encode("utf-8")).hexdigest()
+
+
+def render(data: Any) -> str:
+    """A tool's result as the agent sees it: text as is, anything else as compact JSON."""
+    if isinstance(data, str):
+        return data
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class Episode:
+    """A task's episode: the offered tools, its system prompt, its tokens, its log.
+
+    Create with :meth:`shopbench.env.env.ShoppingEnv.new_episode`. The episode loop calls
+    :meth:`begin_turn` before each assistant turn and :meth:`call` for each tool call.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        key: bytes,
+        index: SearchIndex,
+        specs: dict[str, ToolSpec],
+        system_prompt: str,
+        system_prompt_version: str,
+        limits: EpisodeLimits,
+        knowledge: Callable[[], KnowledgeIndex] | None = None,
+    ) -> None:
+        self.task_id = task.id
+        self.intent = task.intent
+        self.query = task.query
+        self.id = hashlib.sha256(b"shopbench-episode:" + key).hexdigest()[:16]
+        self.system_prompt = system_prompt
+        self.system_prompt_version = system_prompt_version
+        self.limits = limits
+        self._specs = specs
+        self._tokens = TokenBook(key)
+        self._tools = ShopTools(index, self._tokens, limits, knowledge)
+        self.turn = 0
+        self._calls_in_turn = 0
+        self.end_reason: EndReason | None = None
+        self.log: list[ToolCallRecord] = []
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The OpenAI function schemas offered in this episode (fresh copies)."""
+        return [s.openai_schema() for s in self._specs.values()]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """Names of the offered tools."""
+        return list(self._specs)
+
+    @property
+    def done(self) -> bool:
+        """True once the episode has ended (terminate, turn budget, or :meth:`end`)."""
+        return self.end_reason is not None
+
+    @property
+    def status(self) -> str | None:
+        """The status the agent declared with terminate, if it did."""
+        return self._tools.status
+
+    @property
+    def recommended(self) -> list[str]:
+        """The tokens of the one accepted recommend_product call (empty before it)."""
+        return list(self._tools.recommended or [])
+
+    def recommended_ids(self) -> list[str]:
+        """The catalog ids behind :attr:`recommended`, in order."""
+        return [self._tokens.mapping("product")[t] for t in self.recommended]
+
+    def resolve(self, token: str) -> str | None:
+        """The catalog id of a product or shop token shown in this episode, else None."""
+        return self._tokens.resolve(token)
+
+    def token_map(self) -> dict[str, str]:
+        """Token → catalog id for every product and shop token this episode has shown."""
+        return self._tokens.mapping()
+
+    # -- driving ---------------------------------------------------------------------------
+
+    def begin_turn(self) -> bool:
+        """Start the next assistant turn; False (and the episode ends) when none is left.
+
+        Returns False without side effects when the episode has already ended.
+        """
+        if self.done:
+            return False
+        if self.turn >= self.limits.max_turns:
+            self.end_reason = "max_turns"
+            return False
+        self.turn += 1
+        self._calls_in_turn = 0
+        return True
+
+    def end(self, reason: EndReason = "aborted") -> None:
+        """End the episode from outside (a failed agent); later calls get an error."""
+        if not self.done:
+            self.end_reason = reason
+
+    def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> Observation:
+        """Run one tool call and return its observation; never raises for any input.
+
+        `arguments` is a dict or the JSON text a model emits. A call before the first
+        :meth:`begin_turn` starts turn 1. Failures of every kind come back as an observation
+        whose content starts with ``Error:`` and whose `error` is the failure's code.
+        """
+        start = time.perf_counter()
+        if self.turn == 0:
+            self.begin_turn()
+        logged_name = name[: self.limits.max_tool_name_chars] if isinstance(name, str) else "?"
+        logged_args: dict[str, Any] | str | None = None
+        try:
+            self._admit()
+            spec = self._spec(name)
+            args = self._parse_arguments(spec.name, arguments)
+            logged_args = dict(args)
+            result = self._tools.invoke(
+                spec.name, bind_arguments(spec, args, self.limits.max_string_chars)
+            )
+            if spec.name == "terminate":
+                self.end_reason = "terminated"
+            content, code = render(result), None
+        except ShopbenchError as e:
+            content, code = f"Error: {e}", error_code(e)
+        except Exception:  # a bug in a tool must cost the agent one call, not the episode
+            logger.exception("tool %s failed in episode %s", logged_name, self.id)
+            content = "Error: the tool failed internally; the call was not completed"
+            code = "internal"
+        if logged_args is None:
+            logged_args = _loggable(arguments, self.limits.max_arguments_bytes)
+        self.log.append(
+            ToolCallRecord(
+                turn=self.turn,
+                name=logged_name,
+                arguments=logged_args,
+                result=content,
+                error=code,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
+            )
+        )
+        return Observation(content=content, error=code)
+
+    def _parse_arguments(self, tool: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+        """The call's arguments as a dict: JSON text parsed, size and names checked."""
+        cap = self.limits.max_arguments_bytes
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            return {}
+        if isinstance(arguments, str):
+            if len(arguments.encode("utf-8")) > cap:
+                raise ArgumentError(f"{tool}: arguments are longer than the limit of {cap} bytes")
+            try:
+                parsed = json.loads(arguments)
+            except json.JSONDecodeError as e:
+                raise ArgumentError(
+                    f"{tool}: arguments are not valid JSON ({e.msg} at {e.pos})"
+                ) from None
+            except RecursionError:
+                raise ArgumentError(f"{tool}: arguments are nested too deeply to be read") from None
+            if not isinstance(parsed, dict):
+                raise ArgumentError(f"{tool}: arguments must be a JSON object of named arguments")
+            return parsed
+        if not isinstance(arguments, dict):
+            raise ArgumentError(f"{tool}: arguments must be a JSON object of named arguments")
+        if not all(isinstance(k, str) for k in arguments):
+            raise ArgumentError(f"{tool}: argument names must be strings")
+        try:
+            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
+        except (TypeError, ValueError, RecursionError):
+            raise ArgumentError(
+                f"{tool}: arguments must be JSON values (strings and numbers)"
+            ) from None
+        if size > cap:
+            raise ArgumentError(f"{tool}: arguments are longer than the limit of {cap} bytes")
+        return arguments
+
+    def _admit(self) -> None:
+        """Count the call against its turn; refuse it after the end or over the turn's limit."""
+        if self.done:
+            raise EpisodeOverError(
+                f"the episode has ended ({self.end_reason}); no further tool calls are run"
+            )
+        self._calls_in_turn += 1
+        if self._calls_in_turn > self.limits.max_calls_per_turn:
+            raise LimitError(
+                f"at most {self.limits.max_calls_per_turn} tool calls per turn; this call was"
+                " not run"
+            )
+
+    def _spec(self, name: Any) -> ToolSpec:
+        spec = self._specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            shown = repr(name[:40]) if isinstance(name, str) else "(not a string)"
+            raise UnknownToolError(f"unknown tool {shown}; available: {', '.join(self._specs)}")
+        return spec
+
+
+def _loggable(arguments: Any, cap: int) -> dict[str, Any] | str:
+    """The arguments as they may be stored in the log: a small dict as is, else bounded text."""
+    if isinstance(arguments, dict):
+        try:
+            text = json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return f"<{len(arguments)} unserialisable arguments>"
+        if not all(isinstance(k, str) for k in arguments):
+            return text[:cap]
+        return arguments if len(text.encode("utf-8")) <= cap else text[:cap] + "..."
+    if isinstance(arguments, str):
+        return arguments if len(arguments) <= cap else arguments[:cap] + "..."
+    return "" if arguments is None else repr(arguments)[:cap]

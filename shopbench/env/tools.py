@@ -1,0 +1,264 @@
+"""The shopping tools, with ShoppingBench's names, arguments and result shapes.
+
+Each tool is a typed method whose docstring is the description the agent reads (see
+:mod:`shopbench.env.toolkit`). Tools return plain data (the episode renders it as compact
+JSON) or raise a :class:`~shopbench.errors.ToolError` saying what was wrong. Every id a tool
+shows is an episode token; every id it accepts must be one this episode has shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from shopbench.catalog.schema import SERVICES, Product
+from shopbench.env.errors import ArgumentError, InvalidIdError, LimitError, NotAllowedError
+from shopbench.env.limits import EpisodeLimits
+from shopbench.env.tokens import TokenBook, TokenKind, token_digits
+from shopbench.env.toolkit import Toolkit, tool
+from shopbench.errors import SearchError
+from shopbench.search.filters import MAX_PAGE, parse_price
+
+if TYPE_CHECKING:
+    from shopbench.env.knowledge_index import KnowledgeIndex
+    from shopbench.search.index import SearchIndex
+
+Sort = Literal["priceasc", "pricedesc", "order", "default"]
+
+
+class ShopTools(Toolkit):
+    """The tools of one episode, bound to its token book and its recommendation state."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        tokens: TokenBook,
+        limits: EpisodeLimits,
+        knowledge: Callable[[], KnowledgeIndex] | None = None,
+    ) -> None:
+        self._index = index
+        self._tokens = tokens
+        self._limits = limits
+        self._knowledge = knowledge
+        self.recommended: list[str] | None = None
+        self.status: str | None = None
+
+    # -- the tools -------------------------------------------------------------------------
+
+    @tool
+    def find_product(
+        self,
+        q: str,
+        page: int,
+        shop_id: str | None = None,
+        price: str | None = None,
+        sort: Sort | None = None,
+        service: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Search the marketplace and return up to 10 products per page, each with its
+        product_id, shop_id, title, price, service and sold_count.
+
+        Args:
+            q: What to search for, in words, e.g. "nike shoes" or "backpack for college student".
+            page: Which page of results to return, from 1 to 5; change it to see more products
+                for the same search.
+            shop_id: Only search the products of this shop (a shop_id from earlier results).
+            price: A price range in pesos written "lo-hi", e.g. "0-100", "100-1000" or "1000-".
+            sort: How to order the results:
+                - default: by relevance to q.
+                - priceasc: by price, lowest first.
+                - pricedesc: by price, highest first.
+                - order: by number sold, highest first.
+            service: Keep only products offering all of these services, comma-separated:
+                - official: sold by an official store (authenticity guarantee, easy returns).
+                - freeShipping: shipped for free.
+                - COD: cash on delivery accepted.
+                - flashsale: on a limited-time flash sale.
+                - default: no service filter.
+        """
+        if not q.strip():
+            raise ArgumentError("find_product: argument 'q' is empty; give the words to search")
+        if not 1 <= page <= MAX_PAGE:
+            raise ArgumentError(
+                f"find_product: argument 'page' must be from 1 to {MAX_PAGE}, got {page}"
+            )
+        shop = self._resolve("shop", shop_id, "find_product", "shop_id") if shop_id else None
+        bounds = _parse_price(price) if price else None
+        services = _parse_services(service) if service else ()
+        try:
+            hits = self._index.find(
+                q, page=page, shop_id=shop, price=bounds, service=services, sort=sort or "default"
+            )
+        except SearchError as e:
+            raise ArgumentError(f"find_product: {e}") from None
+        products = self._tokens.show_all("product", [h.product_id for h in hits])
+        shops = self._tokens.show_all("shop", [h.shop_id for h in hits])
+        return [
+            {
+                "product_id": product,
+                "shop_id": shop,
+                "title": h.title,
+                "price": h.price,
+                "service": list(h.service),
+                "sold_count": h.sold_count,
+            }
+            for h, product, shop in zip(hits, products, shops, strict=True)
+        ]
+
+    @tool
+    def view_product_information(self, product_ids: str) -> list[dict[str, Any]]:
+        """Show the details of products: title, price, service, descriptions, SKU options and
+        attributes, to check them against the request.
+
+        Args:
+            product_ids: Comma-separated product_ids from earlier results, at most 10.
+        """
+        tokens = self._split_ids(product_ids, "view_product_information", self._limits.max_view_ids)
+        tokens = list(dict.fromkeys(tokens))  # viewing one product twice shows it once
+        ids = self._resolve_all(tokens, "view_product_information")
+        products = self._index.get(ids)
+        return [self._details(t, p) for t, p in zip(tokens, products, strict=True) if p]
+
+    @tool
+    def recommend_product(self, product_ids: str) -> str:
+        """Recommend products to the customer. Allowed only once per episode.
+
+        Args:
+            product_ids: Comma-separated product_ids:
+                - for one product, the id that best matches the request;
+                - for several products, one id per requested item, in the order the request
+                  lists them;
+                - for several products from one shop, one id per item in that order, all
+                  with the same shop_id.
+        """
+        if self.recommended is not None:
+            raise NotAllowedError(
+                "recommend_product can be used only once per episode; already recommended: "
+                + ",".join(self.recommended)
+            )
+        tokens = self._split_ids(product_ids, "recommend_product", self._limits.max_recommend_ids)
+        self._resolve_all(tokens, "recommend_product")
+        self.recommended = tokens
+        return f"Having recommended the products to the user: {','.join(tokens)}."
+
+    @tool
+    def terminate(self, status: Literal["success", "failure"]) -> str:
+        """End the episode and declare whether the task was completed.
+
+        Args:
+            status: "success" when the request has been met, "failure" when it cannot be.
+        """
+        self.status = status
+        return f"The interaction has been completed with status: {status}"
+
+    @tool
+    def web_search(self, q: str, max_results: int = 10) -> list[dict[str, Any]]:
+        """Search the web for information and return the matching pages (url, title, content).
+
+        Args:
+            q: What to look up, e.g. "where does the brand Kalibo Trail come from".
+            max_results: How many results to return, from 1 to 10 (default 10).
+        """
+        cap = self._limits.max_web_results
+        if not 1 <= max_results <= cap:
+            raise ArgumentError(
+                f"web_search: argument 'max_results' must be from 1 to {cap}, got {max_results}"
+            )
+        if not q.strip():
+            raise ArgumentError("web_search: argument 'q' is empty; give the words to search")
+        if self._knowledge is None:
+            return []
+        results = self._knowledge().search(q, max_results, self._limits.max_snippet_chars)
+        return [r.model_dump() for r in results]
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _details(self, token: str, p: Product) -> dict[str, Any]:
+        cap = self._limits.max_description_chars
+        description = p.description if len(p.description) <= cap else p.description[:cap] + "..."
+        return {
+            "product_id": token,
+            "shop_id": self._tokens.show("shop", p.shop_id),
+            "title": p.title,
+            "price": p.price,
+            "service": list(p.service),
+            "short_description": p.short_description,
+            "description": description,
+            "sku_options": p.sku_options,
+            "attributes": p.attributes,
+        }
+
+    def _split_ids(self, text: str, tool_name: str, limit: int) -> list[str]:
+        tokens = [t.strip() for t in text.split(",") if t.strip()]
+        if not tokens:
+            raise ArgumentError(
+                f"{tool_name}: argument 'product_ids' is empty; give comma-separated product_ids"
+            )
+        if len(tokens) > limit:
+            raise LimitError(
+                f"{tool_name}: at most {limit} product_ids per call, got {len(tokens)}"
+            )
+        return tokens
+
+    def _resolve_all(self, tokens: list[str], tool_name: str) -> list[str]:
+        ids: list[str] = []
+        unknown: list[str] = []
+        for t in tokens:
+            found = self._resolve("product", t, tool_name, "product_ids", raise_unknown=False)
+            if found is None:
+                unknown.append(t)
+            else:
+                ids.append(found)
+        if unknown:
+            raise InvalidIdError(
+                f"{tool_name}: product_ids not shown in this episode: {', '.join(unknown[:10])}"
+                " (ids are valid only in the episode whose results showed them; use ids from"
+                " find_product results)"
+            )
+        return ids
+
+    def _resolve(
+        self,
+        kind: TokenKind,
+        token: str,
+        tool_name: str,
+        arg: str,
+        *,
+        raise_unknown: bool = True,
+    ) -> str | None:
+        token = token.strip()
+        if not token.isdigit() or not token.isascii():
+            raise ArgumentError(
+                f"{tool_name}: {token[:40]!r} in '{arg}' is not an id; ids are the"
+                f" {token_digits(kind)}-digit {kind}_ids shown in results"
+            )
+        found = self._tokens.resolve(token, kind)
+        if found is None and raise_unknown:
+            raise InvalidIdError(
+                f"{tool_name}: {kind}_id {token} was not shown in this episode (ids are valid"
+                f" only in the episode whose results showed them)"
+            )
+        return found
+
+
+def _parse_price(text: str) -> tuple[float | None, float | None]:
+    try:
+        return parse_price(text)
+    except SearchError as e:
+        raise ArgumentError(f"find_product: {e}") from None
+
+
+def _parse_services(text: str) -> tuple[str, ...]:
+    wanted: list[str] = []
+    for raw in text.split(","):
+        s = raw.strip()
+        if not s or s == "default":
+            continue
+        if s not in SERVICES:
+            raise ArgumentError(
+                f"find_product: unknown service {s[:40]!r}; allowed: "
+                + ", ".join((*SERVICES, "default"))
+            )
+        if s not in wanted:
+            wanted.append(s)
+    return tuple(wanted)

@@ -1,0 +1,79 @@
+"""What an intent generator hands back: a draft task, or the reason it gave up on one.
+
+A draft carries the reward spec, the query and the target products; the common pipeline in
+:mod:`shopbench.tasks.generate` then checks findability, computes the satisfying sets,
+applies the split and turns the draft into a :class:`Task`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.catalog.schema import Product
+from shopbench.search.index import SearchIndex
+from shopbench.tasks.model import Intent, Slot, Voucher
+from shopbench.tasks.pool import Pool
+
+if TYPE_CHECKING:
+    from shopbench.catalog.knowledge import KnowledgePage
+
+
+class Draft(BaseModel):
+    """A generated task before validation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    intent: Intent
+    query: str
+    slots: list[Slot]
+    targets: list[Product]
+    voucher: Voucher | None = None
+    knowledge_attribute: str | None = None
+    meta: dict[str, str | int | float] = Field(default_factory=dict)
+
+
+class Rejection(BaseModel):
+    """Why one attempt produced no draft (counted per reason in the build report)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str
+
+
+class Sampler:
+    """What intent generators draw from: the eligible rows and the products behind them."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        index: SearchIndex,
+        knowledge: Callable[[], list[KnowledgePage]] | None = None,
+    ) -> None:
+        self.pool = pool
+        self.index = index
+        self._knowledge = knowledge
+
+    def product(self, row: int) -> Product | None:
+        """The full product of a pool row (None if the index lacks it)."""
+        return self.index.get([self.pool.product_id(row)])[0]
+
+    def products(self, rows: list[int]) -> list[Product]:
+        """The full products of pool rows, in order, skipping any the index lacks."""
+        got = self.index.get([self.pool.product_id(r) for r in rows])
+        return [p for p in got if p is not None]
+
+    def random_product(self, rng: random.Random) -> Product | None:
+        """A uniformly drawn eligible product; None when the pool is empty."""
+        row = self.pool.sample_row(rng)
+        return None if row is None else self.product(row)
+
+    def knowledge(self) -> list[KnowledgePage]:
+        """The catalog's knowledge corpus (empty when it has none)."""
+        return self._knowledge() if self._knowledge else []
+
+
+DraftResult = Draft | Rejection

@@ -1,0 +1,198 @@
+"""Satisfying sets: every product that passes a slot's grader, found through the search index.
+
+Scanning a million products per task is out of reach at generation speed, and a product no
+search can reach cannot be recommended either. So a slot's satisfying set is defined as the
+products that pass the real grader among the top ``window`` (default 200) search results for
+the slot's product phrase (the words the query names the item with, :func:`search_phrase`)
+under the slot's own filters (price bound, services) — the search whose top 50 proves the
+target findable. Products whose
+titles could pass the title matcher share most of the target title's words and rank at the
+top of that search, so a wide window loses none in practice (a test compares it with a full
+scan). The hits' titles are screened first (:class:`TitleScreen`);
+only the survivors are loaded and graded in full by the real grader. The slot's target
+always belongs to its own set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from shopbench.catalog.schema import Product
+from shopbench.grading.outcome import DEFAULT_MATCHER, grade, grade_slot
+from shopbench.grading.title import (
+    MARKETPLACE_NOISE,
+    NOISE_PHRASES,
+    LexicalTitleMatcher,
+    TitleMatcher,
+    title_tokens,
+)
+from shopbench.search.filters import PriceRange
+from shopbench.search.index import SearchHit, SearchIndex
+from shopbench.tasks.model import Slot, Task
+from shopbench.tasks.queries import product_phrase
+
+SATISFY_WINDOW = 200
+"""Search results examined per slot."""
+
+Allow = Callable[[Product], bool]
+"""Decides whether a passing product may be listed (e.g. only live groups for live tasks)."""
+
+
+_RAW_TOKEN = re.compile(r"[^\W_]+")
+
+
+# Words that may vanish from a title's tokens (sales noise, pack units, words of noise
+# phrases). A word outside this set, made of letters only, always stays a token.
+_MAY_VANISH = frozenset(
+    MARKETPLACE_NOISE
+    | {w for p in NOISE_PHRASES for w in p.split()}
+    | {"pcs", "pc", "piece", "pieces", "pack", "packs", "pk", "set", "sets", "pair", "pairs"}
+)
+
+
+class TitleScreen:
+    """Screens candidate titles against a slot's target titles before the real grader runs.
+
+    :meth:`may_match` is a necessary condition for a lexical title match, much cheaper than
+    the match. Dice(A, B) >= t means 2|A ∩ B| >= t(|A| + |B|). For an ASCII title, case
+    folding is lower-casing and accent stripping does nothing, so each real token is a raw
+    lower-cased word or that word without a trailing "s": counting the raw words in B plus
+    the "s"-stripped words in B bounds |A ∩ B| from above. Letters-only words that no noise
+    rule can drop always stay tokens, and counting them with any trailing "s" stripped (which
+    merges at least as much as the real plural rule) bounds |A| from below. A candidate
+    failing the inequality with these bounds cannot match. Non-ASCII titles are tokenized
+    for real.
+
+    :meth:`matches` is the matcher's verdict, with the target titles tokenized once rather
+    than once per candidate (the lexical matcher's Dice coefficient of token sets).
+
+    Other matchers get neither shortcut: every title passes the screen, and the grader
+    decides.
+    """
+
+    def __init__(self, matcher: TitleMatcher, targets: list[str], *, knowledge: bool) -> None:
+        self._active = type(matcher) is LexicalTitleMatcher
+        self._threshold = matcher.knowledge_threshold if knowledge else matcher.threshold
+        self._targets = [title_tokens(x) for x in targets]
+
+    def may_match(self, title: str) -> bool:
+        """False only when `title` certainly matches none of the target titles."""
+        if not self._active:
+            return True
+        t = self._threshold
+        if not title.isascii():
+            a = title_tokens(title)
+            return any(2 * len(a & b) >= t * (len(a) + len(b)) - 1e-9 for b in self._targets)
+        words = set(_RAW_TOKEN.findall(title.lower()))
+        kept = {
+            w[:-1] if w[-1] == "s" else w
+            for w in words
+            if w.isalpha() and w not in _MAY_VANISH
+        }
+        for b in self._targets:
+            shared = len(words & b) + sum(1 for w in words if w[-1] == "s" and w[:-1] in b)
+            if 2 * shared >= t * (len(kept) + len(b)) - 1e-9:
+                return True
+        return False
+
+    def matches(self, title: str) -> bool:
+        """Whether `title` matches a target title (True for matchers without a shortcut)."""
+        if not self._active:
+            return True
+        a = title_tokens(title)
+        for b in self._targets:
+            if not a or not b:
+                return True  # titles without words: the grader compares the raw text
+            if 2 * len(a & b) / (len(a) + len(b)) >= self._threshold:
+                return True
+        return False
+
+
+def slot_price_range(slot: Slot) -> PriceRange | None | bool:
+    """The inclusive price range every bound of the slot allows: None when unbounded,
+    False when the bounds contradict each other (only the exact target can pass then)."""
+    lo: float | None = None
+    hi: float | None = None
+    for b in slot.price or []:
+        if b.lo is not None and b.mode != "less than":
+            lo = b.lo if lo is None else max(lo, b.lo)
+        if b.hi is not None and b.mode != "greater than":
+            hi = b.hi if hi is None else min(hi, b.hi)
+    if lo is None and hi is None:
+        return None
+    if lo is not None and hi is not None and lo > hi:
+        return False
+    return (lo, hi)
+
+
+def slot_passes(
+    task: Task, i: int, product: Product, matcher: TitleMatcher | None = None
+) -> bool:
+    """Whether `product` fully satisfies slot `i` of `task` under its grader (rule score 1;
+    for knowledge tasks, the key attribute and the stricter title match)."""
+    m = matcher or DEFAULT_MATCHER
+    if task.intent == "knowledge":
+        return grade(task, [product], m).success
+    return grade_slot(task.reward[i], product, m, index=i).rule_score >= 1.0
+
+
+def search_phrase(task: Task, i: int) -> str:
+    """The words the query names slot `i`'s item with: its target title's product phrase.
+
+    For a knowledge task the query leaves the answer out, but a shopper who found it searches
+    with it, so the phrase keeps it.
+    """
+    return product_phrase(task.reward[i].title[0])
+
+
+def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[SearchHit]:
+    """The top `window` hits for slot `i`'s phrase under the slot's own filters (price bound,
+    services), best first; empty when the slot's price bounds contradict each other."""
+    slot = task.reward[i]
+    price = slot_price_range(slot)
+    if price is False:
+        return []
+    return index.search(
+        search_phrase(task, i), price=price, service=list(slot.service or []), window=window
+    )
+
+
+def satisfying_set(
+    index: SearchIndex,
+    task: Task,
+    i: int,
+    *,
+    matcher: TitleMatcher | None = None,
+    window: int = SATISFY_WINDOW,
+    allow: Allow | None = None,
+    hits: list[SearchHit] | None = None,
+) -> list[str]:
+    """The catalog ids that satisfy slot `i` of `task`, in search rank order, target first.
+
+    See the module docstring for what "every" means; `hits` may pass the result of
+    :func:`slot_search` with this `window` when the caller already has it. `allow` drops
+    products a task may not list (they still satisfy the slot, but e.g. belong to the
+    held-out split).
+    """
+    m = matcher or DEFAULT_MATCHER
+    slot = task.reward[i]
+    knowledge = task.intent == "knowledge"
+    if hits is None:
+        hits = slot_search(index, task, i, window)
+    screen = TitleScreen(m, slot.title, knowledge=knowledge)
+    titled = [h.product_id for h in hits if screen.may_match(h.title) and screen.matches(h.title)]
+    ids = [
+        p.product_id
+        for p in index.get(titled)
+        if p is not None and slot_passes(task, i, p, m) and (allow is None or allow(p))
+    ]
+    target = slot.product_id
+    if target is not None and target not in ids:
+        found = index.get([target])[0]
+        if found is not None and (allow is None or allow(found)):
+            ids.insert(0, target)
+    elif target is not None:
+        ids.remove(target)
+        ids.insert(0, target)
+    return ids

@@ -1,0 +1,264 @@
+"""The wire protocol between validators and miners: one signed HTTP request per turn.
+
+``POST /step`` carries a :class:`StepRequest` (the OpenAI chat messages so far and the
+OpenAI function schemas of the environment) and is answered by a :class:`StepResponse`
+whose ``message`` has the shape an OpenAI-compatible server returns in
+``choices[0].message``, so a miner can be a thin proxy to its model server.
+``GET /card`` returns the miner's :class:`AgentCard`.
+
+Every field carries the limits of an episode (DESIGN.md, "Limits of an episode"): at most
+30 turns, 5 tool calls per turn, 16 KB of reasoning and of content per assistant message,
+and 1 MB per request. Models ignore unknown keys (OpenAI servers add fields such as
+``refusal``) but never accept a value over its limit; the transport caps whole bodies
+before any of this runs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from shopbench.agents.messages import (
+    MAX_ARGUMENTS_BYTES,
+    MAX_TEXT_BYTES,
+    MAX_TOOL_CALLS,
+    MAX_TOOL_NAME,
+    AssistantMessage,
+    ChatMessage,
+    FunctionCall,
+    ToolCall,
+)
+
+PROTOCOL_VERSION = 1
+MAX_TURNS = 30
+MAX_REQUEST_BYTES = 1024 * 1024
+# A reply holds at most 2 × 16 KB of text and 5 × 4 KB of arguments; JSON escaping can
+# multiply that (a control character becomes six bytes), so the default cap leaves room.
+MAX_REPLY_BYTES = 256 * 1024
+# System prompt and query, then per turn one assistant message and one result per call.
+MAX_MESSAGES = 2 + MAX_TURNS * (1 + MAX_TOOL_CALLS)
+MAX_MESSAGE_BYTES = 256 * 1024
+MAX_TOOLS = 16
+MAX_DEADLINE_MS = 600_000
+MAX_ID_CHARS = 128
+MAX_MODEL_CHARS = 128
+MAX_TOKENS_COUNT = 10**9
+
+
+def _utf8_at_most(limit: int) -> AfterValidator:
+    """A validator rejecting strings longer than `limit` bytes once UTF-8 encoded."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and len(value.encode("utf-8")) > limit:
+            raise ValueError(f"is {len(value.encode('utf-8'))} bytes; the limit is {limit}")
+        return value
+
+    return AfterValidator(check)
+
+
+Text16K = Annotated[str | None, _utf8_at_most(MAX_TEXT_BYTES)]
+
+
+class WireFunctionCall(BaseModel):
+    """A function call as sent on the wire; `arguments` is JSON text (an object is re-encoded)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    name: str = Field(min_length=1, max_length=MAX_TOOL_NAME)
+    arguments: Annotated[str, _utf8_at_most(MAX_ARGUMENTS_BYTES)] = "{}"
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _encode_object(cls, value: Any) -> Any:
+        # Some OpenAI-compatible servers return the arguments already parsed.
+        if isinstance(value, dict):
+            return json.dumps(value, ensure_ascii=False)
+        return "{}" if value is None else value
+
+
+class WireToolCall(BaseModel):
+    """One tool call of an assistant message on the wire."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str = Field(default="", max_length=MAX_ID_CHARS)
+    type: Literal["function"] = "function"
+    function: WireFunctionCall
+
+    def to_tool_call(self) -> ToolCall:
+        """The domain tool call."""
+        # The wire limits are at least as strict as the domain model's, so the validated
+        # values are constructed directly (a second validation pass is most of a request's
+        # parsing cost on a long history).
+        function = FunctionCall.model_construct(
+            name=self.function.name, arguments=self.function.arguments
+        )
+        return ToolCall.model_construct(id=self.id, type="function", function=function)
+
+
+class WireAssistantMessage(BaseModel):
+    """The assistant turn a miner returns: reasoning, content and at most 5 tool calls.
+
+    ``reasoning`` (the newer vLLM key) is accepted as ``reasoning_content``.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+    role: Literal["assistant"] = "assistant"
+    content: Text16K = None
+    reasoning_content: Text16K = Field(
+        default=None, validation_alias=AliasChoices("reasoning_content", "reasoning")
+    )
+    tool_calls: list[WireToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
+
+    def to_assistant(self) -> AssistantMessage:
+        """The domain message a policy returns (empty tool call lists become None)."""
+        calls = [c.to_tool_call() for c in self.tool_calls] if self.tool_calls else None
+        return AssistantMessage.model_construct(
+            role="assistant",
+            content=self.content,
+            reasoning_content=self.reasoning_content,
+            tool_calls=calls,
+        )
+
+    @classmethod
+    def from_assistant(cls, message: AssistantMessage) -> WireAssistantMessage:
+        """The wire form of a policy's message; ValidationError when it breaks a wire limit
+        or is not a message at all."""
+        if isinstance(message, BaseModel):
+            return cls.model_validate(message.model_dump(exclude_none=True))
+        return cls.model_validate(message)
+
+
+class WireMessage(BaseModel):
+    """Any message of the conversation on the wire, with per-role size limits."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: Annotated[str | None, _utf8_at_most(MAX_MESSAGE_BYTES)] = None
+    reasoning_content: Text16K = None
+    tool_calls: list[WireToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
+    tool_call_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    name: str | None = Field(default=None, max_length=MAX_TOOL_NAME)
+
+    @model_validator(mode="after")
+    def _assistant_limits(self) -> WireMessage:
+        if self.role == "assistant" and self.content is not None:
+            size = len(self.content.encode("utf-8"))
+            if size > MAX_TEXT_BYTES:
+                raise ValueError(
+                    f"assistant content is {size} bytes; the limit is {MAX_TEXT_BYTES}"
+                )
+        if self.role != "assistant" and self.tool_calls:
+            raise ValueError(f"a {self.role} message cannot carry tool_calls")
+        return self
+
+    def to_chat(self) -> ChatMessage:
+        """The domain message."""
+        calls = [c.to_tool_call() for c in self.tool_calls] if self.tool_calls else None
+        return ChatMessage.model_construct(
+            role=self.role,
+            content=self.content,
+            reasoning_content=self.reasoning_content,
+            tool_calls=calls,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+        )
+
+    @classmethod
+    def from_chat(cls, message: ChatMessage) -> WireMessage:
+        """The wire form of a domain message (validated against the wire limits)."""
+        return cls.model_validate(message.to_openai())
+
+
+class FunctionSchema(BaseModel):
+    """An OpenAI function declaration; extra keys (``strict`` ...) pass through unchanged."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: str = Field(default="", max_length=4096)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolSchema(BaseModel):
+    """One entry of the OpenAI ``tools`` list."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    type: Literal["function"] = "function"
+    function: FunctionSchema
+
+    def to_openai(self) -> dict[str, Any]:
+        """The dict an OpenAI-compatible server accepts."""
+        return self.model_dump(exclude_none=True)
+
+
+class StepRequest(BaseModel):
+    """The body of ``POST /step``: the conversation so far and the tools, for one turn."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    protocol_version: Literal[1] = PROTOCOL_VERSION
+    episode_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")
+    turn: int = Field(ge=1, le=MAX_TURNS, description="this turn's number, from 1")
+    max_turns: int = Field(default=MAX_TURNS, ge=1, le=MAX_TURNS)
+    deadline_ms: int = Field(ge=1, le=MAX_DEADLINE_MS, description="time the miner has")
+    messages: list[WireMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    tools: list[ToolSchema] = Field(default_factory=list, max_length=MAX_TOOLS)
+
+    @model_validator(mode="after")
+    def _turn_within_episode(self) -> StepRequest:
+        if self.turn > self.max_turns:
+            raise ValueError(f"turn {self.turn} is past max_turns {self.max_turns}")
+        return self
+
+    def chat_messages(self) -> list[ChatMessage]:
+        """The messages as the domain type a policy receives."""
+        return [m.to_chat() for m in self.messages]
+
+    def tool_dicts(self) -> list[dict[str, Any]]:
+        """The tools as the OpenAI dicts a policy receives."""
+        return [t.to_openai() for t in self.tools]
+
+
+class Usage(BaseModel):
+    """Token counts as an OpenAI-compatible server reports them."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    prompt_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS_COUNT)
+    completion_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS_COUNT)
+    total_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS_COUNT)
+
+
+class StepResponse(BaseModel):
+    """The reply to ``POST /step``: the assistant's next message, and optionally its model."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    protocol_version: Literal[1] = PROTOCOL_VERSION
+    message: WireAssistantMessage
+    model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
+    usage: Usage | None = None
+
+
+class AgentCard(BaseModel):
+    """What ``GET /card`` returns: the model a miner serves and its revision."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    protocol_version: Literal[1] = PROTOCOL_VERSION
+    model: str = Field(min_length=1, max_length=MAX_MODEL_CHARS)
+    revision: str = Field(default="", max_length=MAX_MODEL_CHARS)
