@@ -25,9 +25,17 @@ app.add_typer(bench_app, name="bench")
 
 
 def _register() -> None:
-    from shopbench.commands import catalog, tasks
+    from shopbench.commands import (
+        catalog,
+        env,
+        evaluate,
+        judge,
+        search,
+        subnet_bench,
+        tasks,
+    )
 
-    for module in (catalog, tasks):
+    for module in (catalog, search, tasks, env, evaluate, judge, subnet_bench):
         module.register(app, bench_app)
 
 

@@ -29,6 +29,7 @@ from template.errors import (
     InvalidReply,
     InvalidRequest,
     OversizedReply,
+    RequestTooLarge,
     TransportError,
     TransportTimeout,
 )
@@ -41,6 +42,7 @@ from template.transport import (
     MinerAppConfig,
     MinerClient,
     MinerEndpoint,
+    PriorityAdmission,
     RemotePolicy,
     StandingConfig,
     create_miner_app,
@@ -110,6 +112,8 @@ class ScriptedPolicy:
                     await asyncio.sleep(0.01)
             elif said == "oversized":
                 return AssistantMessage.model_construct(content="€" * 6000)
+            elif said == "not-a-message":
+                return "I think the first one"  # type: ignore[return-value]
         finally:
             self.in_flight -= 1
         call = ToolCall(id="c1", function=FunctionCall(name="find_product", arguments="{}"))
@@ -294,6 +298,7 @@ def test_a_signed_but_malformed_request_is_422(
         ("sleep:5", 300, 504, "deadline"),
         ("raise", 5000, 500, "policy_failed"),
         ("oversized", 5000, 500, "invalid_message"),
+        ("not-a-message", 5000, 500, "invalid_message"),
     ],
 )
 def test_policy_failures_cost_one_reply_not_the_server(
@@ -341,6 +346,38 @@ def test_remote_policy_numbers_turns_and_records_the_model(miner: tuple[str, Fas
     assert [t.turn for t in remote.turns] == [1, 2]
     assert {t.model for t in remote.turns} == {"test/scripted"}
     assert remote.name == "miner-0"
+
+
+def test_the_client_reports_refusals_with_their_status(miner: tuple[str, FastAPI]) -> None:
+    url, _ = miner
+    req = StepRequest.model_validate_json(step_body())
+
+    async def step(signer: LocalWallet, receiver: str) -> Any:
+        async with MinerClient(signer.hotkey) as client:
+            ep = MinerEndpoint(uid=0, hotkey=receiver, url=url)
+            return await asyncio.gather(client.step(ep, req), return_exceptions=True)
+
+    (stranger,) = run(step(STRANGER, MINER.hotkey_ss58))
+    assert isinstance(stranger, BadStatus) and stranger.status_code == 403
+    (misaddressed,) = run(step(WALLETS["mid"], WALLETS["rich"].hotkey_ss58))
+    assert isinstance(misaddressed, BadStatus) and misaddressed.status_code == 401
+    assert "WrongReceiver" in str(misaddressed)
+
+
+def test_the_client_never_sends_a_request_over_1_mib(miner: tuple[str, FastAPI]) -> None:
+    url, app = miner
+    big = {"role": "tool", "tool_call_id": "c", "content": "x" * 200_000}
+    messages = [{"role": "user", "content": "q"}] + [big] * 6
+    req = StepRequest(episode_id="ep", turn=1, deadline_ms=5000, messages=messages)
+    served = app.state.served
+    with pytest.raises(RequestTooLarge, match="the limit is 1048576"):
+        run(_step(url, req))
+    assert app.state.served == served
+
+
+async def _step(url: str, req: StepRequest) -> Any:
+    async with MinerClient(WALLETS["mid"].hotkey) as client:
+        return await client.step(endpoint(url), req)
 
 
 def test_remote_policy_refuses_to_send_a_request_over_the_limits(
@@ -603,3 +640,25 @@ def test_a_failing_miner_is_a_recorded_turn_failure_not_a_crash(
     (failure,) = played.failures
     assert failure.kind == "policy_error" and error in failure.detail
     assert played.outcome.success is False and played.recommended == []
+
+
+def test_a_queued_request_that_gives_up_frees_its_place() -> None:
+    async def scenario() -> tuple[int, int, int]:
+        admission = PriorityAdmission(max_active=1, max_waiting=1)
+
+        async def wait_for_slot() -> None:
+            async with admission.slot(5.0):
+                pass
+
+        async with admission.slot(1.0):
+            waiter = asyncio.create_task(wait_for_slot())
+            await asyncio.sleep(0.01)
+            queued = admission.waiting
+            waiter.cancel()
+            await asyncio.gather(waiter, return_exceptions=True)
+            after_cancel = admission.waiting
+        async with admission.slot(0.0):  # the slot is free again, for anyone
+            held = admission.active
+        return queued, after_cancel, held + admission.active
+
+    assert run(scenario()) == (1, 0, 1)

@@ -109,6 +109,23 @@ def info(
         typer.echo(f"{'':>20}{n:>9}  {name}")
 
 
+def bench_catalog(
+    products: Annotated[int, typer.Option("--products", help="number of products")] = 100_000,
+    seed: Annotated[int, typer.Option("--seed", help="catalog seed")] = 1,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="where to build (default: a temp dir)")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="generator processes")] = 2,
+    keep: Annotated[bool, typer.Option("--keep", help="keep the temp catalog")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (always on)")] = True,
+) -> None:
+    """Time a full build (generate + Parquet + index) and the reopen; print JSON."""
+    from bench.catalog import run
+
+    typer.echo(json.dumps(run(products, seed, out, workers, keep)))
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add `shopbench catalog ...`."""
+    """Add `shopbench catalog ...` and `shopbench bench catalog`."""
     app.add_typer(catalog_app, name="catalog")
+    bench_app.command("catalog")(bench_catalog)

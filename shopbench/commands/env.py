@@ -7,27 +7,27 @@ from pathlib import Path
 
 import typer
 
-HISTORY_FILE = Path.home() / ".shopbench_play_history"
+HISTORY_NAME = ".shopbench_play_history"
 
 
 def _enable_history() -> None:
     """Line editing and history at the prompt, kept across sessions on a terminal."""
     import sys
 
+    if not sys.stdin.isatty():  # piped input: nothing to edit, and no history to keep
+        return
     try:
         import readline
     except ImportError:  # no readline on this platform: plain input() still works
         return
-    if not sys.stdin.isatty():
-        return
     import atexit
     import contextlib
 
+    history = Path.home() / HISTORY_NAME
     with contextlib.suppress(OSError):  # no history file yet
-        readline.read_history_file(HISTORY_FILE)
-
+        readline.read_history_file(history)
     readline.set_history_length(1000)
-    atexit.register(readline.write_history_file, HISTORY_FILE)
+    atexit.register(readline.write_history_file, history)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:

@@ -158,7 +158,10 @@ def shop_moves(s: Session) -> Moves:
                 break
             need = [i for i in range(n) if not its.ok(i, shop)]
             calls = [
-                ("find_product", s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop))
+                (
+                    "find_product",
+                    s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop),
+                )
                 for i in need
             ]
             why = s.w.pick(
@@ -322,7 +325,10 @@ def voucher_moves(s: Session) -> Moves:
                 break
             need = [i for i in range(n) if len(its.ok(i, shop)) < 2]
             calls = [
-                ("find_product", s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop))
+                (
+                    "find_product",
+                    s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop),
+                )
                 for i in need
             ]
             results = yield from s.ask(

@@ -111,8 +111,8 @@ class Session:
     # -- arguments ---------------------------------------------------------------------------
 
     def words_for(self, item: ItemNeed) -> str:
-        """What the shopper types to search for the item."""
-        return condense(item.phrase)
+        """What the shopper types to search for the item: its name as the request gives it."""
+        return item.phrase
 
     @staticmethod
     def search_args(
@@ -379,18 +379,6 @@ def _closing(chosen: list[Check], all_ok: bool) -> str:
     if all_ok:
         return f"I recommend {names}; it meets every requirement you listed."
     return f"The closest match I found is {names}, though it does not meet every requirement."
-
-
-def condense(phrase: str) -> str:
-    """The item's name as a shopper types it into a search box (EXPERIMENT)."""
-    import os
-    mode = os.environ.get("H7_CONDENSE", "")
-    words = phrase.split()
-    if not mode or len(words) <= 6:
-        return phrase
-    if mode == "a":
-        return " ".join(words[:4] + words[-1:])
-    return " ".join(words[:2] + words[-3:])
 
 
 def _loosen(q: str) -> str:

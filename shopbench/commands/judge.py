@@ -1,0 +1,160 @@
+"""`shopbench judge ...` (calibrate, show) and `shopbench bench judge`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+judge_app = typer.Typer(help="Process judges: calibrate, show verdicts.", no_args_is_help=True)
+
+_SHOWN_CHARS = 160  # a rationale is cut to this in the one-line listing
+
+
+@judge_app.command("calibrate")
+def calibrate_command(
+    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+    tasks: Path = typer.Option(..., "--tasks", help="task file (JSONL)"),
+    out: Path = typer.Option(..., "--out", help="directory for report.json, report.md, "
+                             "verdicts.jsonl"),
+    judge: str = typer.Option("rubric", "--judge", help="judge name (rubric)"),
+    rubric: Path | None = typer.Option(None, "--rubric", help="rubric file (default: v1)"),
+    policies: str | None = typer.Option(
+        None, "--policies", help="comma-separated reference policies (default: all)"
+    ),
+    seed: int = typer.Option(0, "--seed", help="seed of the episode keys and the policies"),
+    concurrency: int = typer.Option(4, "--concurrency", help="episodes played at once"),
+    round_size: int = typer.Option(100, "--round-size", help="tasks per template round"),
+    injection_sample: int = typer.Option(
+        50, "--injection-sample", help="episodes per policy given each injection"
+    ),
+) -> None:
+    """Play every reference policy on the tasks, judge each episode, write the report."""
+    from pydantic import ValidationError
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.grading.calibrate import (
+        CalibrationConfig,
+        CalibrationError,
+        run_calibration,
+        write_report,
+    )
+    from shopbench.grading.judge import JUDGES, JudgeError
+    from shopbench.tasks.io import read_tasks
+
+    if judge not in JUDGES:
+        raise JudgeError(f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)})")
+    options: dict[str, object] = {
+        "judge": judge, "rubric": rubric, "seed": seed, "concurrency": concurrency,
+        "round_size": round_size, "injection_sample": injection_sample,
+    }
+    if policies is not None:
+        options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
+    try:
+        cfg = CalibrationConfig.model_validate(options)
+    except ValidationError as e:
+        first = e.errors()[0]
+        name = str(first["loc"][0]).replace("_", "-") if first["loc"] else "option"
+        raise CalibrationError(f"--{name}: {first['msg']}") from None
+    load = read_tasks(tasks)
+    for line in load.rejected[:5]:
+        typer.echo(f"rejected {line}", err=True)
+    env = ShoppingEnv.open(catalog)
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = (out / "verdicts.jsonl").open("w", encoding="utf-8")
+    with verdicts, Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), transient=True,
+    ) as bar:
+        bars = {p: bar.add_task(p, total=len(load.tasks)) for p in cfg.policies}
+
+        def write(policy: str, t: object, v: object) -> None:
+            from shopbench.grading.judge import Verdict
+            from shopbench.trajectory import Trajectory
+
+            assert isinstance(t, Trajectory) and isinstance(v, Verdict)
+            row = {
+                "policy": policy, "task_id": t.task_id, "intent": t.intent,
+                "success": t.success, "score": v.score, "unpenalised": v.unpenalised_score,
+                "stopped_at": v.stopped_at, "gates": v.gates, "notes": v.notes,
+            }
+            verdicts.write(json.dumps(row) + "\n")
+
+        report = run_calibration(
+            env, load.tasks, cfg,
+            progress=lambda p, done, total: bar.update(bars[p], completed=done),
+            on_verdict=write,
+        )
+    json_path, md_path = write_report(report, out)
+    typer.echo(
+        f"AUC {report.auc_honest_vs_dishonest:.3f}; injection delta "
+        f"{report.injection_delta:+.3f}; mean process score: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in report.mean_score_by_policy.items())
+    )
+    typer.echo(f"wrote {json_path} and {md_path}")
+
+
+@judge_app.command("show")
+def show_command(
+    file: Path = typer.Argument(..., help="trajectories: a JSON record or JSONL lines"),
+    judge: str = typer.Option("rubric", "--judge", help="judge name (rubric)"),
+    rubric: Path | None = typer.Option(None, "--rubric", help="rubric file (default: v1)"),
+    as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
+) -> None:
+    """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
+    from shopbench.grading.judge import JudgeError, make_judge
+
+    j = make_judge(judge, str(rubric) if rubric else None)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as e:
+        raise JudgeError(f"{file}: cannot read trajectories ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise JudgeError(f"{file}: not UTF-8 text (byte {e.start})") from None
+    records: list[tuple[int, object]] = []
+    try:
+        whole = json.loads(text)  # one record, possibly pretty-printed, or a list of them
+        records = [(i, r) for i, r in enumerate(whole if isinstance(whole, list) else [whole], 1)]
+    except json.JSONDecodeError:
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as e:
+                typer.echo(f"{file}:{lineno}: not JSON ({e.msg} at column {e.colno}); skipped",
+                           err=True)
+    for lineno, record in records:
+        verdict = j.judge(record)  # type: ignore[arg-type]  # any shape is judged, never raises
+        if as_json:
+            typer.echo(verdict.model_dump_json())
+            continue
+        task = record.get("task_id", "?") if isinstance(record, dict) else "?"
+        rationale = verdict.rationale
+        if len(rationale) > _SHOWN_CHARS:
+            rationale = rationale[: _SHOWN_CHARS - 3] + "..."
+        typer.echo(f"{file}:{lineno} {task}: {verdict.score:.2f} {rationale}")
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add the `judge` group to the root app and `judge` to the bench group."""
+    app.add_typer(judge_app, name="judge")
+
+    @bench_app.command("judge")
+    def bench_judge(
+        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+        tasks: Path | None = typer.Option(
+            None, "--tasks", help="task file (default: product tasks drawn from the catalog)"
+        ),
+        episodes: int = typer.Option(100, "--episodes", min=1, help="episodes to play"),
+        seconds: float = typer.Option(3.0, "--seconds", min=0.1, help="CPU seconds to judge"),
+        seed: int = typer.Option(0, "--seed", help="seed of the tasks, keys and policies"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Rubric-judge throughput (trajectories per second on one core) on real episodes."""
+        from bench.judge import run
+
+        result = run(catalog, tasks=tasks, episodes=episodes, seconds=seconds, seed=seed)
+        print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
