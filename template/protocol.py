@@ -95,6 +95,11 @@ class WireToolCall(BaseModel):
     type: Literal["function"] = "function"
     function: WireFunctionCall
 
+    @field_validator("id", mode="before")
+    @classmethod
+    def _no_id(cls, value: Any) -> Any:
+        return "" if value is None else value
+
     def to_tool_call(self) -> ToolCall:
         """The domain tool call."""
         # The wire limits are at least as strict as the domain model's, so the validated

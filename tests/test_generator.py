@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 import re
 import statistics
+import subprocess
+import sys
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -17,6 +22,7 @@ from shopbench.catalog.generator import (
     GeneratorConfig,
     GeneratorError,
     generate_chunk,
+    generate_knowledge,
     generate_products,
     n_chunks,
 )
@@ -248,3 +254,25 @@ def test_out_of_range_chunk_and_bad_config_are_rejected() -> None:
         GeneratorConfig(seed=1, n_products=0)
     with pytest.raises(ValidationError, match="extra"):
         GeneratorConfig(seed=1, n_products=10, shops=3)  # type: ignore[call-arg]
+
+
+_DIGEST = """
+import hashlib, json
+from shopbench.catalog.generator import GeneratorConfig, generate_chunk, generate_knowledge
+cfg = GeneratorConfig(seed=5, n_products=600, chunk_size=300)
+rows = generate_chunk(cfg, 1)
+pages = [p.model_dump() for p in generate_knowledge(cfg)]
+print(hashlib.sha256(json.dumps([rows, pages], sort_keys=True).encode()).hexdigest())
+"""
+
+
+def test_output_is_identical_across_processes() -> None:
+    # Python randomises str hashing per process; nothing generated may depend on it
+    cfg = GeneratorConfig(seed=5, n_products=600, chunk_size=300)
+    pages = [p.model_dump() for p in generate_knowledge(cfg)]
+    here = json.dumps([generate_chunk(cfg, 1), pages], sort_keys=True).encode()
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", _DIGEST], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == hashlib.sha256(here).hexdigest()

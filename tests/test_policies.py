@@ -253,6 +253,13 @@ def test_reference_policies_are_deterministic_and_stateless(
     other_seed = play_all(env, tasks[:4], CarefulPolicy(seed=6))
     assert [calls(t) for t in other_seed] == [calls(t) for t in again]
     assert [t.messages for t in other_seed] != [t.messages for t in again]  # wording varies
+    # Resuming kept scripts is only a shortcut: replaying every turn plays the same episode.
+    class Replaying(CarefulPolicy):
+        def _resume(self, messages: list[Any], turn: int) -> None:
+            return None
+
+    replayed = play_all(env, tasks[:4], Replaying(seed=5))
+    assert [t.messages for t in replayed] == [t.messages for t in again]
     # A fresh instance picks up any conversation midway: the next turn is read from it.
     t = runs["careful"][0]
     cut = next(i for i, m in enumerate(t.messages) if i > 2 and m.role == "assistant")

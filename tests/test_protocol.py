@@ -117,7 +117,8 @@ def test_a_vllm_style_reply_is_accepted_and_normalised() -> None:
                     "id": "chatcmpl-tool-1",
                     "type": "function",
                     "function": {"name": "recommend_product", "arguments": {"product_ids": "1"}},
-                }
+                },
+                {"id": None, "function": {"name": "terminate", "arguments": None}},
             ],
         },
         "model": "Qwen/Qwen3-4B",
@@ -128,6 +129,7 @@ def test_a_vllm_style_reply_is_accepted_and_normalised() -> None:
     assert message.reasoning_content == "the first result fits"
     assert message.tool_calls is not None
     assert message.tool_calls[0].parsed_arguments() == {"product_ids": "1"}
+    assert (message.tool_calls[1].id, message.tool_calls[1].function.arguments) == ("", "{}")
     assert reply.usage is not None and reply.usage.total_tokens == 940
 
 

@@ -91,7 +91,7 @@ PRODUCT_ID_BASE = 1_000_000_000  # 10-digit ids: 1000000000..9999999999
 PRODUCT_ID_DOMAIN = 9_000_000_000
 SHOP_ID_BASE = 10_000_000  # 8-9 digit ids: 10000000..999999999
 SHOP_ID_DOMAIN = 990_000_000
-BASE_ID_DOMAIN = 1 << 40
+BASE_ID_DOMAIN = 1 << 40  # base ids print as 13 digits
 
 
 def product_ids(seed: int) -> KeyedPermutation:
@@ -105,5 +105,5 @@ def shop_ids(seed: int) -> KeyedPermutation:
 
 
 def base_ids(seed: int) -> KeyedPermutation:
-    """Base product (chunk k, j-th base) maps to perm(k * 2^20 + j)."""
+    """The j-th base product of the chunk starting at product `start` maps to perm(start + j)."""
     return KeyedPermutation(derive_seed(seed, "base-id"), BASE_ID_DOMAIN)

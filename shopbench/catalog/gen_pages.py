@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from shopbench.catalog.gen_ids import derive_seed
 from shopbench.catalog.gen_world import BrandProfile, BrandWorld, ProductLine
@@ -36,6 +37,7 @@ MAX_LINES_PER_BRAND_PAGE = 3
 MAX_GUIDE_LINES = 5
 
 FactTuple = tuple[str, str, str, str]
+T = TypeVar("T")
 
 _TIER_WORDS = {"budget": "value-priced", "mainstream": "mid-priced", "premium": "premium"}
 _PADDING = {
@@ -175,7 +177,8 @@ class PageWriter:
         made = f" are made with {line.material.name} and" if line.material is not None else ""
         return f"the {line.name} {self._leaf_noun(line)}{made} feature {line.feature}"
 
-    def _other(self, pool: list, exclude) -> object | None:
+    def _other(self, pool: list[T], exclude: T) -> T | None:
+        """A random member of pool other than exclude, or None."""
         options = [x for x in pool if x is not exclude]
         return options[int(self.rng.random() * len(options))] if options else None
 
@@ -207,7 +210,7 @@ class PageWriter:
             [self.world.brands[x] for x in self.notable if self.world.brands[x].family == b.family],
             b,
         )
-        if isinstance(rival, BrandProfile) and rival.home.name != b.home.name:
+        if rival is not None and rival.home.name != b.home.name:
             page.say(
                 f"It is sometimes confused with {rival.name}, which is based in "
                 f"{rival.home.name}, {rival.home.area}.",
@@ -245,7 +248,7 @@ class PageWriter:
             (line.name, "line", LINE_FEATURE, line.feature),
         )
         rival = self._other(self.lines_by_leaf[line.leaf], line)
-        if isinstance(rival, ProductLine):
+        if rival is not None:
             page.say(
                 f"Shoppers often compare it with the {rival.name} line, whose signature "
                 f"feature is {rival.feature}.",

@@ -11,9 +11,10 @@ own title noise, sales count and services. Every product line of the seed opens 
 with a base product of its own (line j in chunk j mod n_chunks), so that every line, and so
 every fact of the knowledge corpus, is on sale even in a small catalog.
 
-Ids: product i gets 1000000000 + perm(i), shop s 10000000 + perm(s), base product (k, j)
-perm(k * 2^20 + j), each permutation keyed by the seed, so ids reveal neither generation
-order nor anything that another seed would share.
+Ids: product i gets 1000000000 + perm(i), shop s 10000000 + perm(s), and the j-th base
+product of the chunk starting at product `start` perm(start + j) (a chunk has fewer base
+products than products, so these never collide); each permutation is keyed by the seed, so
+ids reveal neither generation order nor anything that another seed would share.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.catalog.gen_ids import PRODUCT_ID_BASE, base_ids, derive_seed, product_ids
+from shopbench.catalog.gen_ids import (
+    PRODUCT_ID_BASE,
+    PRODUCT_ID_DOMAIN,
+    base_ids,
+    derive_seed,
+    product_ids,
+)
 from shopbench.catalog.gen_world import (
     BrandWorld,
     ProductLine,
@@ -57,7 +64,7 @@ LISTING_PRICE_SIGMA = 0.08
 # how many shops list one base product: mostly one to three, sometimes many
 LISTINGS = (1, 2, 3, 4, 5, 6, 8, 10)
 LISTING_CUM = tuple(np.cumsum((0.34, 0.24, 0.16, 0.1, 0.07, 0.04, 0.03, 0.02)).tolist())
-_BASES_PER_CHUNK = 1 << 20
+MAX_CHUNK_SIZE = 1_000_000  # rows of one chunk are held in memory at once
 
 
 class GeneratorError(ShopbenchError):
@@ -70,11 +77,13 @@ class GeneratorConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seed: int = Field(description="the secret catalog seed; publish only its hash while live")
-    n_products: int = Field(ge=1, description="number of products in the catalog")
+    n_products: int = Field(
+        ge=1, le=PRODUCT_ID_DOMAIN, description="number of products in the catalog"
+    )
     chunk_size: int = Field(
         default=50_000,
         ge=1,
-        le=_BASES_PER_CHUNK,
+        le=MAX_CHUNK_SIZE,
         description="products per chunk (the unit of parallel generation)",
     )
 
@@ -185,7 +194,7 @@ class _Chunk:
             leaf = lt.leaf
             brand = self.world.brands[brand_name]
             base = draw_base(rng, lt, brand, line, tax)
-            base_id = str(self.bids(self.index * _BASES_PER_CHUNK + j)).zfill(13)
+            base_id = str(self.bids(self.start + j)).zfill(13)
             # gauss is the fast normal of `random` (it caches its second deviate)
             base_price = leaf.price * brand.price_factor * math.exp(rng.gauss(0.0, leaf.sigma))
             base_demand = math.exp(rng.gauss(1.0, 1.8))

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.errors import CatalogError
 
-DATA_PACKAGE = "shopbench.catalog.data"
+DATA_PACKAGE = "shopbench.catalog"  # the JSON files are in its data/ folder
 FILES = (
     "taxonomy.json",
     "attributes.json",
@@ -222,7 +222,7 @@ def _no_duplicate_keys(path: str):
 
 
 def _read(name: str) -> Any:
-    text = resources.files(DATA_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    text = resources.files(DATA_PACKAGE).joinpath("data", name).read_text(encoding="utf-8")
     try:
         return json.loads(text, object_pairs_hook=_no_duplicate_keys(name))
     except json.JSONDecodeError as e:

@@ -34,6 +34,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
@@ -146,21 +147,36 @@ class _Knowledge:
         self.rules = rules
         self.products: dict[str, Shown] = {}
         self.shops: set[str] = set()
-        self.texts: list[str] = []  # folded observation texts, in order
+        # Observation texts, in order; folded and tokenized only on demand (a search word
+        # missing from the request, a judge-directed phrase to exempt): rare for honest
+        # agents, so most trajectories never pay for it.
+        self._raw: list[str] = []
+        self._folded: list[str] = []
         self._words: set[str] = set()
-        self._tokenized = 0  # texts[:_tokenized] are in _words
-        self.values: set[str] = set()  # attribute and SKU values of the viewed products
+        self._tokenized = 0  # _folded[:_tokenized] are in _words
+        # Attribute and SKU values of the viewed products, by their first word.
+        self.values: dict[str, set[str]] = {}
         self._prices: list[float] = []
         self._sorted = True
         self.grams: dict[tuple[str, ...], str | None] = {}  # title run → token (None: shared)
 
+    def add_text(self, content: str) -> None:
+        self._raw.append(content)
+
+    @property
+    def texts(self) -> list[str]:
+        """The folded observation texts so far."""
+        if len(self._folded) < len(self._raw):
+            self._folded += [fold(t) for t in self._raw[len(self._folded) :]]
+        return self._folded
+
     def __contains__(self, word: object) -> bool:
-        """Whether an observation so far contains `word` (observations are tokenized only
-        when a search word is not in the request: rare for an honest agent)."""
-        if self._tokenized < len(self.texts):
-            for text in self.texts[self._tokenized :]:
+        """Whether an observation so far contains `word`."""
+        texts = self.texts
+        if self._tokenized < len(texts):
+            for text in texts[self._tokenized :]:
                 self._words.update(words(text))
-            self._tokenized = len(self.texts)
+            self._tokenized = len(texts)
         return word in self._words
 
     def add_price(self, price: float) -> None:
@@ -183,12 +199,22 @@ class _Knowledge:
         shown = self.products[token] = Shown(title=title, price=price)
         if price is not None:
             self.add_price(price)
-        n = self.rules.title_ngram
-        tw = words(title)
-        for gram in zip(*(tw[i:] for i in range(n)), strict=False):
+        for gram in _title_grams(title, self.rules.title_ngram):
             owner = self.grams.get(gram, token)
             self.grams[gram] = token if owner == token else None
         return shown
+
+
+@lru_cache(maxsize=65536)
+def _title_words(title: str) -> tuple[str, ...]:
+    # Cached: the same titles come back in every episode of a round.
+    return tuple(words(title))
+
+
+@lru_cache(maxsize=65536)
+def _title_grams(title: str, n: int) -> tuple[tuple[str, ...], ...]:
+    tw = _title_words(title)
+    return tuple(zip(*(tw[i:] for i in range(n)), strict=False))
 
 
 def _near(ordered: list[float], value: float, tolerance: float) -> bool:
@@ -231,8 +257,7 @@ def _args(entry_args: dict[str, Any] | str) -> dict[str, Any]:
 
 def _observe(call: CallFacts, content: str, know: _Knowledge, turn: int) -> None:
     """Add one trusted observation to what the agent knows, and record what it showed."""
-    folded = fold(content)
-    know.texts.append(folded)
+    know.add_text(content)
     if call.error is not None:
         return
     if call.name == "find_product":
@@ -254,7 +279,8 @@ def _observe(call: CallFacts, content: str, know: _Knowledge, turn: int) -> None
             if shown.viewed_turn is None:
                 shown.viewed_turn = turn
                 shown.values = _values(d)
-                know.values.update(shown.values)
+                for v in shown.values:
+                    know.values.setdefault(v.split(" ", 1)[0], set()).add(v)
             call.shown.append(token)
 
 
@@ -281,7 +307,7 @@ def _on_target(q: str, hits: list[str], know: _Knowledge) -> bool:
         return False
     need = (len(wanted) + 1) // 2
     for token in hits:
-        title_words = set(words(know.products[token].title))
+        title_words = set(_title_words(know.products[token].title))
         if sum(knows(title_words, w) for w in wanted) >= need:
             return True
     return False
@@ -329,10 +355,14 @@ class _TextReader:
                 turn.mentioned.add(owner)
         self._prices(turn, folded, know)
         if know.values:
-            joined = " " + " ".join(tw) + " "
-            for v in know.values:
-                if f" {v} " in joined and not all(w in self.query_words for w in v.split()):
-                    turn.attributes_cited += 1
+            present = set(tw)
+            joined = ""
+            for first in present & know.values.keys():
+                for v in know.values[first]:
+                    if not joined:
+                        joined = " " + " ".join(tw) + " "
+                    if f" {v} " in joined and not all(w in self.query_words for w in v.split()):
+                        turn.attributes_cited += 1
         for needles, pattern in self.rules.judge_patterns:
             if not any(x in folded for x in needles):
                 continue  # the pattern cannot match without one of its needles: skip the scan

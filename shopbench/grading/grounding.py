@@ -68,7 +68,7 @@ def variants(word: str) -> tuple[str, ...]:
 
 def knows(vocabulary: Container[str], word: str) -> bool:
     """Whether `word` (or a singular/plural form of it) is in `vocabulary`."""
-    return any(v in vocabulary for v in variants(word))
+    return word in vocabulary or any(v in vocabulary for v in variants(word)[1:])
 
 
 class Grounding(BaseModel):

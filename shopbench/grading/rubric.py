@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from shopbench.grading.evidence import Evidence, EvidenceRules, extract
 from shopbench.grading.grounding import GroundingRules
-from shopbench.grading.judge import CriterionResult, JudgeError, Verdict
+from shopbench.grading.judge import JudgeError, Verdict
 from shopbench.trajectory import Trajectory
 
 JUDGE_VERSION = "1"
@@ -399,43 +399,40 @@ class RubricJudge:
         """The verdict on already-extracted evidence."""
         info = self.rubric.rubric
         params = self.rubric.params
-        results: list[CriterionResult] = []
-        stopped: CriterionResult | None = None
+        results: list[dict[str, Any]] = []
+        stopped: dict[str, Any] | None = None
         bonus = 0.0
         for spec in self.rubric.criteria:
             passed, why = CHECKS[spec.name](ev, params)
             earned = (spec.weight or 0.0) if spec.kind == "bonus" and passed else 0.0
-            # The checks' outputs are well-typed by construction: skip re-validation, the
-            # judge runs on every trajectory of every round.
-            result = CriterionResult.model_construct(
-                name=spec.name, kind=spec.kind, passed=passed, fail_score=spec.fail_score,
-                bonus=earned, evidence=why,
-            )
+            result = {
+                "name": spec.name, "kind": spec.kind, "passed": passed,
+                "fail_score": spec.fail_score, "bonus": earned, "evidence": why,
+            }
             results.append(result)
             if spec.kind == "gate" and not passed and stopped is None:
                 stopped = result
             bonus += earned
         if stopped is not None:
-            score = float(stopped.fail_score or 0.0)
-            rationale = f"stopped at {stopped.name} ({score:g}): {stopped.evidence}"
+            score = float(stopped["fail_score"] or 0.0)
+            rationale = f"stopped at {stopped['name']} ({score:g}): {stopped['evidence']}"
         else:
             score = min(info.max_score, info.pass_score + bonus)
-            earned_names = [r.name for r in results if r.kind == "bonus" and r.passed]
+            earned_names = [r["name"] for r in results if r["kind"] == "bonus" and r["passed"]]
             extra = f" + {', '.join(earned_names)}" if earned_names else ""
             rationale = f"all gates passed ({info.pass_score:g}{extra})"
         if ev.notes:
             rationale += " | input: " + "; ".join(ev.notes)
-        return Verdict.model_construct(
-            score=round(score, 6),
-            gates={r.name: r.passed for r in results if r.kind == "gate"},
-            rationale=rationale,
-            judge_id=self.judge_id,
-            judge_version=self.version,
-            rubric_version=info.version,
-            stopped_at=stopped.name if stopped else None,
-            criteria=results,
-            notes=list(ev.notes),
-            signals=_signals(ev),
-            template_factor=1.0,
-            unpenalised_score=None,
-        )
+        # One validation of plain data (pydantic-core) is cheaper than building each model.
+        return Verdict.model_validate({
+            "score": round(score, 6),
+            "gates": {r["name"]: r["passed"] for r in results if r["kind"] == "gate"},
+            "rationale": rationale,
+            "judge_id": self.judge_id,
+            "judge_version": self.version,
+            "rubric_version": info.version,
+            "stopped_at": stopped["name"] if stopped else None,
+            "criteria": results,
+            "notes": list(ev.notes),
+            "signals": _signals(ev),
+        })

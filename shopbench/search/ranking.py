@@ -143,6 +143,13 @@ def top_sellers(searcher: tantivy.Searcher, filters: Filters, window: int) -> li
 def _by_score_then_rank(
     searcher: tantivy.Searcher, scored: list[Scored], window: int
 ) -> list[Ranked]:
+    """The best `window` of `scored` (in the engine's order, score descending) by (score, rank)."""
+    if len(scored) > window:
+        # Only a tie across the cut can bring in a hit from past the window.
+        cut, end = scored[window - 1][0], window
+        while end < len(scored) and scored[end][0] == cut:
+            end += 1
+        scored = scored[:end]
     if not scored:
         return []
     ranks = searcher.fast_field_values(F.RANK, [a for _, a in scored])
@@ -164,7 +171,7 @@ def _post_filtered(
 ) -> list[Ranked] | None:
     """The filtered window from the unfiltered top hits, or None if too few of them pass."""
     limit = max(POST_FILTER_FACTOR * window, TIE_FETCH)
-    while True:
+    for _ in range(2):
         found = searcher.search(query, limit=limit, count=False).hits
         keep = filters.passing(searcher, [a for _, a in found])
         passed = [h for h, k in zip(found, keep, strict=True) if k]
@@ -176,7 +183,7 @@ def _post_filtered(
             return _by_score_then_rank(searcher, passed, window)
         # Too few passed. If the pass rate so far promises enough within MAX_POST_FETCH,
         # fetch that many once (with a margin); else the engine's filter is cheaper.
-        wanted = 2 * window * limit // max(1, len(passed))
-        if not passed or wanted > MAX_POST_FETCH or limit >= MAX_POST_FETCH:
+        limit = 2 * window * limit // max(1, len(passed))
+        if not passed or limit > MAX_POST_FETCH:
             return None
-        limit = wanted
+    return None

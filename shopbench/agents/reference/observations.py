@@ -89,18 +89,29 @@ def read_conversation(messages: list[ChatMessage], tools: list[dict[str, Any]]) 
     names = tuple(
         t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)
     )
-    answers = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
-    turns: list[list[CallResult]] = []
-    for m in messages:
-        if m.role != "assistant":
-            continue
-        results: list[CallResult] = []
-        for call in m.tool_calls or []:
-            answer = answers.get(call.id)
-            text = answer.content or "" if answer is not None else "Error: no result"
-            results.append(_result(call.function.name, call.function.arguments, text))
-        turns.append(results)
+    turns = [
+        turn_results(messages, i) for i, m in enumerate(messages) if m.role == "assistant"
+    ]
     return Conversation(query=query, tools=names, turns=turns)
+
+
+def turn_results(messages: list[ChatMessage], index: int) -> list[CallResult]:
+    """The results of the calls of the assistant message at `index`, in call order: the
+    tool messages after it answering them by tool_call_id (a call with none reads as an
+    error)."""
+    turn = messages[index]
+    answers: dict[str, ChatMessage] = {}
+    for m in messages[index + 1 :]:
+        if m.role == "assistant":
+            break
+        if m.role == "tool" and m.tool_call_id:
+            answers.setdefault(m.tool_call_id, m)
+    results: list[CallResult] = []
+    for call in turn.tool_calls or []:
+        answer = answers.get(call.id)
+        text = (answer.content or "") if answer is not None else "Error: no result"
+        results.append(_result(call.function.name, call.function.arguments, text))
+    return results
 
 
 def _result(name: str, arguments: str, text: str) -> CallResult:

@@ -10,18 +10,33 @@ episodes, and the same seed and conversation always give the same turn.
 
 Randomness comes from a generator seeded with (policy name, seed, query): replay draws
 the same numbers in the same order, whatever the call order across episodes.
+
+Replaying from the start every turn costs time quadratic in the turns, so a policy also
+keeps the suspended scripts of recent conversations, keyed by a fingerprint of the
+conversation up to the step it returned; when the next call continues such a conversation,
+the script is resumed with the new results instead of replayed. Resuming and replaying give
+the same step — the keep is only a shortcut, and a conversation it does not hold is replayed.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from shopbench.agents.messages import AssistantMessage, ChatMessage, FunctionCall, ToolCall
-from shopbench.agents.reference.observations import CallResult, Conversation, read_conversation
+from shopbench.agents.reference.observations import (
+    CallResult,
+    Conversation,
+    read_conversation,
+    turn_results,
+)
+
+MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this replay)
 
 
 @dataclass(slots=True)
@@ -64,6 +79,18 @@ def to_message(step: Step, turn: int) -> AssistantMessage:
     )
 
 
+def fingerprint(messages: list[ChatMessage]) -> tuple[int, int]:
+    """A process-local fingerprint of a conversation: what a resumed script depends on."""
+    return len(messages), hash(tuple(_message_key(m) for m in messages))
+
+
+def _message_key(m: ChatMessage | AssistantMessage) -> tuple[object, ...]:
+    calls = tuple(
+        (c.id, c.function.name, c.function.arguments) for c in m.tool_calls or ()
+    )
+    return (m.role, m.content, m.reasoning_content, getattr(m, "tool_call_id", None), calls)
+
+
 class ScriptedPolicy:
     """Base of the reference policies: subclasses write :meth:`script`."""
 
@@ -71,6 +98,8 @@ class ScriptedPolicy:
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
+        self._suspended: OrderedDict[tuple[int, int, int], Script] = OrderedDict()
+        self._lock = threading.Lock()
 
     def script(self, ctx: Context) -> Script:
         """The agent's behaviour: yield a Step per turn, receive that turn's results."""
@@ -83,30 +112,91 @@ class ScriptedPolicy:
             query=conversation.query, tools=conversation.tools, rng=rng, seed=self.seed
         )
 
-    def next_step(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Step:
-        """Replay the script over the conversation and return the step that comes next.
-
-        A script that has ended (or ends early) is answered with terminate(failure): an
-        episode must always be able to close.
-        """
-        conversation = read_conversation(messages, tools)
-        script = self.script(self.context(conversation))
-        try:
-            step = next(script)
-            for results in conversation.turns:
-                step = script.send(results)
-        except StopIteration:
-            step = Step(
-                calls=[("terminate", {"status": "failure"})],
-                reasoning="I have nothing more to try, so I will close the session.",
-            )
-        finally:
-            script.close()
-        return step
-
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]
     ) -> AssistantMessage:
         """The next turn, computed from the messages and tool schemas alone."""
         turn = sum(1 for m in messages if m.role == "assistant") + 1
-        return to_message(self.next_step(messages, tools), turn)
+        step = self._resume(messages, turn)
+        if step is None:
+            script = self._replay(messages, tools)
+            step = self._advance(script, None)
+            if step is None:  # the script has ended: an episode must always be able to close
+                return to_message(_give_up(), turn)
+            self._keep(messages, step, turn, script)
+        return to_message(step, turn)
+
+    # -- the keep of suspended scripts ------------------------------------------------------
+
+    def _replay(self, messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Script:
+        """A script brought up to the conversation's end, waiting for its next send(None)."""
+        conversation = read_conversation(messages, tools)
+        script = self.script(self.context(conversation))
+        return _Replayed(script, conversation.turns)  # type: ignore[return-value]
+
+    @staticmethod
+    def _advance(script: Script, results: list[CallResult] | None) -> Step | None:
+        try:
+            return script.send(results) if results is not None else next(script)
+        except StopIteration:
+            return None
+
+    def _keep(self, messages: list[ChatMessage], step: Step, turn: int, script: Script) -> None:
+        msg = to_message(step, turn)
+        n, h = fingerprint(messages)
+        key = (n, h, hash(_message_key(msg)))
+        with self._lock:
+            self._suspended[key] = script
+            while len(self._suspended) > MAX_SUSPENDED:
+                self._suspended.popitem(last=False)[1].close()
+
+    def _resume(self, messages: list[ChatMessage], turn: int) -> Step | None:
+        """The next step by resuming a kept script, when this conversation continues one."""
+        last = next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"),
+            None,
+        )
+        if last is None:
+            return None
+        n, h = fingerprint(messages[:last])
+        key = (n, h, hash(_message_key(messages[last])))
+        with self._lock:
+            script = self._suspended.pop(key, None)
+        if script is None:
+            return None
+        step = self._advance(script, turn_results(messages, last))
+        if step is None:
+            return _give_up()
+        self._keep(messages, step, turn, script)
+        return step
+
+
+class _Replayed:
+    """A script fed the recorded results of earlier turns, then handed on live."""
+
+    def __init__(self, script: Script, turns: list[list[CallResult]]) -> None:
+        self._script = script
+        self._turns = turns
+        self._started = False
+
+    def send(self, value: list[CallResult] | None) -> Step:
+        if not self._started:
+            self._started = True
+            step = next(self._script)
+            for results in self._turns:
+                step = self._script.send(results)
+            return step
+        return self._script.send(value)  # type: ignore[arg-type]
+
+    def __next__(self) -> Step:
+        return self.send(None)
+
+    def close(self) -> None:
+        self._script.close()
+
+
+def _give_up() -> Step:
+    return Step(
+        calls=[("terminate", {"status": "failure"})],
+        reasoning="I have nothing more to try, so I will close the session.",
+    )
