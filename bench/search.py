@@ -1,7 +1,7 @@
 """Search benchmark: latency and throughput of find_product-style queries on a catalog.
 
 Queries are drawn, with the seed, from the catalog's own products: 2-5 consecutive words
-of a title, sometimes with one of the product's attribute or SKU values added. Every other
+of a title, the last sometimes replaced by one of the product's attribute or SKU values. Every other
 query carries a filter near its source product (a price range around its price, one of its
 services, or its shop). Each query asks for the whole top-50 window with a random sort, as
 an agent's find_product call does. The index is read once before timing so that the figures
@@ -99,7 +99,7 @@ def sample_products(catalog: Path, n: int, seed: int, max_parts: int = 8) -> lis
 
 
 def make_queries(products: list[dict[str, Any]], seed: int) -> list[BenchQuery]:
-    """One query per product: 2-5 title words (maybe plus a value), every other filtered."""
+    """One query per product: 2-5 words of its title or values; every other one filtered."""
     rng = random.Random(seed)
     out: list[BenchQuery] = []
     for i, p in enumerate(products):
@@ -111,7 +111,7 @@ def make_queries(products: list[dict[str, Any]], seed: int) -> list[BenchQuery]:
             values = [v for vs in json.loads(p["attributes"] or "{}").values() for v in vs]
             values += [v for o in json.loads(p["sku_options"] or "{}").values() for v in o.values()]
             if values:
-                text[-1:] = [rng.choice(values)]
+                text = (text[:-1] + rng.choice(values).split())[:5]
         kw: dict[str, Any] = {"q": " ".join(text), "sort": rng.choice(SORTS)}
         if i % 2 == 1:
             kind = rng.choice(("price", "service", "shop"))

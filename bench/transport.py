@@ -26,6 +26,7 @@ from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.tools import ShopTools
 
 HISTORY_TURNS = 14  # completed turns before the one requested: turn 15
+LIMITS = {"max_turns": 30, "max_calls_per_turn": 5}  # as the environment fills the prompt
 _WORDS = (
     "steel", "water", "bottle", "insulated", "kids", "school", "lunch", "box", "ceramic",
     "mug", "coffee", "travel", "leak", "proof", "bpa", "free", "wide", "mouth", "stainless",
@@ -61,7 +62,7 @@ def history(seed: int = 0) -> tuple[list[ChatMessage], list[dict[str, Any]]]:
     """The messages and tools an agent sees at turn 15 of a search-heavy episode."""
     rng = random.Random(seed)
     messages = [
-        ChatMessage(role="system", content=render_system_prompt(SYSTEM_PROMPT_VERSION)),
+        ChatMessage(role="system", content=render_system_prompt(SYSTEM_PROMPT_VERSION, **LIMITS)),
         ChatMessage(role="user", content="An insulated steel bottle for school under 800 pesos"),
     ]
     for turn in range(1, HISTORY_TURNS + 1):

@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
     from shopbench.env.episode import Episode
     from shopbench.grading.title import TitleMatcher
+    from shopbench.signing import Signer, Verifier
     from shopbench.tasks.model import Task
 
 SCHEMA_VERSION = 1
@@ -252,6 +254,19 @@ class Trajectory(BaseModel):
         )
         return text.encode("utf-8")
 
+    def sign(self, signer: Signer) -> Trajectory:
+        """A copy signed by `signer` over :meth:`signing_payload`."""
+        signature = Signature(signer=signer.hotkey, signature=signer.sign(self.signing_payload()))
+        return self.model_copy(update={"signature": signature})
+
+    def verify(self, verifier: Verifier) -> bool:
+        """True when the record carries a signature that `verifier` accepts for its payload."""
+        if self.signature is None:
+            return False
+        return verifier.verify(
+            self.signing_payload(), self.signature.signature, self.signature.signer
+        )
+
 
 # -- the loop ------------------------------------------------------------------------------
 
@@ -330,7 +345,8 @@ def _arguments_text(arguments: str | dict[str, Any] | None) -> str:
         return str(arguments)
 
 
-class _Turn(BaseModel):
+@dataclass(slots=True)
+class _Turn:
     """One reply made ready to record and run."""
 
     message: ChatMessage
@@ -398,6 +414,64 @@ def _nudge(kind: FailureKind, text: str, episode: Episode) -> str:
     )
 
 
+async def _ask(
+    policy: Policy,
+    messages: list[ChatMessage],
+    tools: list[dict[str, Any]],
+    limits: RunLimits,
+    elapsed: float,
+) -> tuple[_LooseReply | None, tuple[FailureKind, str] | None, float]:
+    """One turn asked of the policy: (the reply, or the failure), and the ms it took."""
+    timeout = limits.turn_timeout_s
+    deadline_bound = False
+    if limits.episode_timeout_s is not None:
+        left = limits.episode_timeout_s - elapsed
+        if left < timeout:
+            timeout, deadline_bound = max(left, 0.0), True
+    budget = f"the episode's {limits.episode_timeout_s or 0:g} s budget"
+    if timeout <= 0:
+        return None, ("deadline", f"{budget} is spent"), 0.0
+    t0 = time.perf_counter()
+    try:
+        raw = await asyncio.wait_for(policy.act(list(messages), tools), timeout)
+    except TimeoutError as e:
+        ms = (time.perf_counter() - t0) * 1000.0
+        if str(e):  # the policy's own timeout (e.g. its endpoint's), with its message
+            return None, ("policy_timeout", _short(f"{type(e).__name__}: {e}")), ms
+        if deadline_bound:
+            return None, ("deadline", f"{budget} ran out"), ms
+        return None, ("policy_timeout", f"no reply within {timeout:g} s"), ms
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # any failure of the policy is data, never a crash
+        ms = (time.perf_counter() - t0) * 1000.0
+        return None, ("policy_error", _short(f"{type(e).__name__}: {e}")), ms
+    ms = (time.perf_counter() - t0) * 1000.0
+    try:
+        return _read_reply(raw), None, ms
+    except ValueError as e:
+        return None, ("invalid_reply", _short(str(e))), ms
+
+
+def _execute(prepared: _Turn, episode: Episode, messages: list[ChatMessage]) -> int:
+    """Run the reply's calls through the episode, answering each with a tool message; an
+    oversized reply's calls are answered without running. Returns how many ran."""
+    refusal = next((t for k, t in prepared.notices if k == "oversized"), None)
+    ran = 0
+    for call_id, name, args in prepared.calls:
+        if refusal is not None:
+            content = f"Error: this call was not run: {refusal}"
+        else:
+            content = episode.call(name, args).content
+            ran += 1
+        messages.append(
+            ChatMessage(
+                role="tool", tool_call_id=call_id, name=name[:MAX_TOOL_NAME], content=content
+            )
+        )
+    return ran
+
+
 async def run_episode(
     env: ShoppingEnv,
     task: Task,
@@ -426,7 +500,7 @@ async def run_episode(
     started_at = time.time()
     t_start = time.perf_counter()
     episode = env.new_episode(task, key=key)
-    tools = episode.tools
+    tools = episode.tools  # the record's copy; the policy gets a fresh one each turn
     messages: list[ChatMessage] = [
         ChatMessage(role="system", content=episode.system_prompt),
         ChatMessage(role="user", content=task.query),
@@ -447,40 +521,8 @@ async def run_episode(
             )
             break
         turn = episode.turn
-        timeout = limits.turn_timeout_s
-        deadline_bound = False
-        if limits.episode_timeout_s is not None:
-            left = limits.episode_timeout_s - (time.perf_counter() - t_start)
-            if left < timeout:
-                timeout, deadline_bound = max(left, 0.0), True
-        t0 = time.perf_counter()
-        raw: object = None
-        fault: tuple[FailureKind, str] | None = None
-        if timeout <= 0:
-            fault = ("deadline", f"the episode's {limits.episode_timeout_s:g} s budget is spent")
-        else:
-            try:
-                raw = await asyncio.wait_for(policy.act(list(messages), tools), timeout)
-            except TimeoutError as e:
-                if str(e):  # the policy's own timeout (e.g. its endpoint's), with its message
-                    fault = ("policy_timeout", _short(f"{type(e).__name__}: {e}"))
-                elif deadline_bound:
-                    spent = f"the episode's {limits.episode_timeout_s:g} s budget ran out"
-                    fault = ("deadline", spent)
-                else:
-                    fault = ("policy_timeout", f"no reply within {timeout:g} s")
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # any failure of the policy is data, never a crash
-                fault = ("policy_error", _short(f"{type(e).__name__}: {e}"))
-        policy_ms = (time.perf_counter() - t0) * 1000.0
-        reply: _LooseReply | None = None
-        if fault is None:
-            try:
-                reply = _read_reply(raw)
-            except ValueError as e:
-                fault = ("invalid_reply", _short(str(e)))
-
+        elapsed = time.perf_counter() - t_start
+        reply, fault, policy_ms = await _ask(policy, messages, episode.tools, limits, elapsed)
         if fault is not None or reply is None:
             kind, text = fault or ("invalid_reply", "no reply")
             failures.append(TurnFailure(turn=turn, kind=kind, detail=text))
@@ -495,24 +537,8 @@ async def run_episode(
         messages.append(prepared.message)
         for kind, text in prepared.notices:
             failures.append(TurnFailure(turn=turn, kind=kind, detail=_short(text)))
-        oversized = any(k == "oversized" for k, _ in prepared.notices)
         t1 = time.perf_counter()
-        ran = 0
-        for call_id, name, args in prepared.calls:
-            if oversized:
-                content = (
-                    "Error: this call was not run: "
-                    + next(t for k, t in prepared.notices if k == "oversized")
-                )
-            else:
-                obs = episode.call(name, args)
-                content = obs.content
-                ran += 1
-            messages.append(
-                ChatMessage(
-                    role="tool", tool_call_id=call_id, name=name[:MAX_TOOL_NAME], content=content
-                )
-            )
+        ran = _execute(prepared, episode, messages)
         env_ms = (time.perf_counter() - t1) * 1000.0
         timings.append(TurnTiming(turn=turn, policy_ms=policy_ms, env_ms=env_ms))
         if not prepared.calls:

@@ -121,10 +121,7 @@ class Careful(ScriptedPolicy):
         best = min(details, key=lambda d: (phrase.lower() not in d.title.lower(), d.price))
         others = [d for d in details if d.product_id != best.product_id]
         if self.terse:
-            say = (
-                f"{best.product_id} at ₱{best.price:g} fits better than "
-                f"{others[0].product_id if others else 'the rest'}; recommend it."
-            )
+            say = f"Recommending {best.product_id} at ₱{best.price:g}."
         else:
             rival = (
                 f" {others[0].product_id} costs ₱{others[0].price:g} and lists "
@@ -289,3 +286,58 @@ def play(
         return out
 
     return asyncio.run(run())
+
+
+# -- hand-built records, for checks that need exact control over every word --------------
+
+Call = tuple[str, dict[str, Any], Any]
+"""A call of a synthetic turn: tool name, arguments, and the observation (data or text)."""
+
+
+def record(query: str, turns: Sequence[tuple[str, Sequence[Call]]]) -> dict[str, Any]:
+    """A trajectory record (as an archive stores it) whose tool log matches its tool
+    messages exactly, built from (reasoning, calls) per turn; observations that are not
+    text are rendered as the environment renders them (compact JSON)."""
+    import hashlib
+    import json
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "system prompt"},
+        {"role": "user", "content": query},
+    ]
+    log: list[dict[str, Any]] = []
+    for n, (reasoning, calls) in enumerate(turns, start=1):
+        tool_calls = [
+            {"id": f"c{n}_{i}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args, _) in enumerate(calls)
+        ]
+        messages.append({"role": "assistant", "reasoning_content": reasoning,
+                         "tool_calls": tool_calls or None})
+        for i, (name, args, result) in enumerate(calls):
+            text = result if isinstance(result, str) else json.dumps(
+                result, ensure_ascii=False, separators=(",", ":"))
+            messages.append({"role": "tool", "tool_call_id": f"c{n}_{i}", "name": name,
+                             "content": text})
+            log.append({
+                "turn": n, "name": name, "arguments": args,
+                "result_digest": hashlib.sha256(text.encode()).hexdigest(),
+                "error": "invalid_id" if text.startswith("Error:") else None,
+                "latency_ms": 1.0,
+            })
+    return {"task_id": "synthetic", "agent": "hand", "query": query, "messages": messages,
+            "tool_log": log}
+
+
+def hit(token: str, title: str, price: float, shop: str = "123456789") -> dict[str, Any]:
+    """A find_product result row."""
+    return {"product_id": token, "shop_id": shop, "title": title, "price": price,
+            "service": ["COD"], "sold_count": 10}
+
+
+def details(token: str, title: str, price: float, attributes: dict[str, list[str]],
+            shop: str = "123456789") -> dict[str, Any]:
+    """A view_product_information result row."""
+    return {"product_id": token, "shop_id": shop, "title": title, "price": price,
+            "service": ["COD"], "short_description": "", "description": "",
+            "sku_options": {}, "attributes": attributes}

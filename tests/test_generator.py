@@ -90,11 +90,15 @@ def test_keyed_permutation_is_a_bijection_and_batch_matches_scalar() -> None:
 
 def test_every_leaf_is_populated_in_proportion(rows: list[dict]) -> None:
     tax = load_taxonomy()
-    counts = Counter(r["category"] for r in rows)
-    assert set(counts) == {leaf.path for leaf in tax.leaves}
-    # at 2.5M products a leaf needs 2,000+: its share must be at least 0.08%
     weights = build_brand_world(CFG.seed).leaf_weights
+    # at 2.5M products a leaf needs 2,000+: its share must be at least 0.08%
     assert min(weights) / sum(weights) >= 2000 / 2_500_000
+    counts = Counter(r["category"] for r in rows)
+    assert set(counts) <= {leaf.path for leaf in tax.leaves}
+    assert len(counts) >= 0.95 * len(tax.leaves)
+    expected = [w / sum(weights) for w in weights]
+    observed = [counts[leaf.path] / len(rows) for leaf in tax.leaves]
+    assert statistics.correlation(expected, observed) > 0.7
 
 
 def test_shops_sell_several_related_items(rows: list[dict]) -> None:
@@ -139,13 +143,17 @@ def test_prices_are_positive_and_follow_leaf_medians(rows: list[dict]) -> None:
     by_leaf: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         by_leaf[r["category"]].append(r["price"])
-    med = {leaf.name: statistics.median(by_leaf[leaf.path]) for leaf in tax.leaves}
-    assert med["Laptops"] > med["Smartphones"] > med["Phone Cases"]
-    assert med["Refrigerators"] > med["Rice Cookers"] > med["LED Bulbs"]
     sized = [leaf for leaf in tax.leaves if len(by_leaf[leaf.path]) >= 15]
+    assert len(sized) >= 100
+    med = {leaf.name: statistics.median(by_leaf[leaf.path]) for leaf in sized}
     xs = [math.log(leaf.price) for leaf in sized]
     ys = [math.log(med[leaf.name]) for leaf in sized]
     assert statistics.correlation(xs, ys) > 0.9
+    # a laptop-like leaf costs far more than a phone-case-like one, every time
+    for a in sized:
+        for b in sized:
+            if a.price >= 10 * b.price:
+                assert med[a.name] > 3 * med[b.name], (a.name, b.name)
 
 
 def test_price_round_looks_like_a_marketplace_price() -> None:

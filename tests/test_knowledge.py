@@ -96,6 +96,8 @@ def test_products_state_the_facts_about_them(pages: list[KnowledgePage], rows: l
         material = MATERIAL_SENTENCE.search(r["description"])
         if material:
             about += by_entity[material.group(1)]
+            # the material is an attribute too, so attribute filters find it
+            assert [material.group(1)] in r["attributes"].values()
         for f in about:
             assert f.value in _text(r), (r["product_id"], f)
             checked[f.entity_kind] += 1

@@ -171,9 +171,12 @@ def test_constraint_order_and_number_styles_vary() -> None:
 def test_same_generator_state_writes_the_same_query() -> None:
     slot = _slot(random.Random(4))
     assert write_product(slot, random.Random(9)) == write_product(slot, random.Random(9))
-    k1 = write_knowledge(slot, "Which brand is based in Cebu?", random.Random(9))
-    assert k1 == write_knowledge(slot, "Which brand is based in Cebu?", random.Random(9))
-    assert "Which brand is based in Cebu?" in k1 or "which brand is based in Cebu?" in k1
+    k1 = write_knowledge("Ripstop Backpack", "Which brand is based in Cebu?", "brand",
+                         random.Random(9))  # fmt: skip
+    assert k1 == write_knowledge("Ripstop Backpack", "Which brand is based in Cebu?", "brand",
+                                 random.Random(9))  # fmt: skip
+    assert "hich brand is based in Cebu?" in k1 and "Ripstop Backpack" in k1
+    assert re.search(r"that brand|brand in question", k1)
 
 
 @pytest.mark.parametrize(
@@ -184,6 +187,7 @@ def test_same_generator_state_writes_the_same_query() -> None:
         ("Original LazMall Official Store Steel Pan 28cm", "Steel Pan 28cm"),
         ("Nail Remover (15ml) Flash Sale", "Nail Remover (15ml)"),
         ("Original", "Original"),  # only noise: the title as it is
+        ("Local Stock Habagat Shorts UPF 50+ 100% Original", "Habagat Shorts UPF 50+"),
     ],
 )
 def test_product_phrase_drops_noise_and_service_words_only(title: str, phrase: str) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -105,6 +107,33 @@ def test_a_careful_episode_round_trips_exactly_and_signs_canonically(
     judged = t.model_copy(update={"judge": JudgeVerdict(score=0.7, gates={"cites": True})})
     assert judged.signing_payload() != payload
     assert Trajectory.model_validate_json(judged.model_dump_json()) == judged
+
+
+class KeyedHash:
+    """A stand-in for a hotkey: HMAC-SHA256 under a secret, as Signer and Verifier."""
+
+    hotkey = "5Fake"
+
+    def sign(self, payload: bytes) -> str:
+        return hmac.new(b"secret", payload, hashlib.sha256).hexdigest()
+
+    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
+        return hotkey == self.hotkey and hmac.compare_digest(self.sign(payload), signature)
+
+
+def test_a_signed_record_verifies_until_anything_in_it_changes(
+    env: ShoppingEnv, task: Task
+) -> None:
+    key = KeyedHash()
+    t = play(env, task, Stub(TERMINATE))
+    assert not t.verify(key)  # unsigned
+    signed = t.sign(key)
+    assert signed.signature is not None and signed.signature.signer == "5Fake"
+    assert signed.verify(key)
+    assert Trajectory.model_validate_json(signed.model_dump_json()).verify(key)
+    assert not signed.model_copy(update={"score": 1.0}).verify(key)
+    forged = signed.model_copy(update={"miner_uid": 3})
+    assert not forged.verify(key)
 
 
 def test_a_record_of_another_schema_version_is_refused(env: ShoppingEnv, task: Task) -> None:

@@ -199,10 +199,13 @@ def _lines(tax: Taxonomy, seed: int) -> list[ProductLine]:
     return lines
 
 
-def _popularity(tax: Taxonomy, seed: int, brands: dict[str, BrandProfile]):
+def _popularity(
+    tax: Taxonomy, seed: int, brands: dict[str, BrandProfile]
+) -> tuple[tuple[float, ...], tuple[tuple[float, ...], ...]]:
+    """Leaf weights (floored) and, per leaf, cumulative brand weights."""
     rng = random.Random(derive_seed(seed, "popularity"))
     raw = [rng.lognormvariate(0.0, 0.6) for _ in tax.leaves]
-    floor = 0.35 * sum(raw) / len(raw)  # every leaf keeps a fair share of the catalog
+    floor = 0.5 * sum(raw) / len(raw)  # every leaf keeps a fair share of the catalog
     leaf_w = [max(w, floor) for w in raw]
     brand_cum: list[tuple[float, ...]] = []
     for leaf in tax.leaves:

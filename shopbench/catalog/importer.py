@@ -149,8 +149,10 @@ def import_catalog(
                     if row["product_id"] in seen:
                         raise ValueError(f"duplicate product_id {row['product_id']}")
                 except (ValueError, ValidationError) as e:
-                    reason = str(e).splitlines()[0] if not isinstance(e, ValidationError) else (
-                        f"invalid product: {e.errors()[0]['loc']} {e.errors()[0]['msg']}"
+                    reason = (
+                        str(e).splitlines()[0]
+                        if not isinstance(e, ValidationError)
+                        else (f"invalid product: {e.errors()[0]['loc']} {e.errors()[0]['msg']}")
                     )
                     err = ImportRecordError(str(src), lineno, reason)
                     if strict:

@@ -37,8 +37,20 @@ PRODUCT_SCHEMA = pa.schema(
         ("base_id", pa.string()),
     ]
 )
-_PLAIN = ("product_id", "shop_id", "brand", "category", "title", "short_description",
-          "description", "specification", "price", "sold_count", "service", "base_id")
+_PLAIN = (
+    "product_id",
+    "shop_id",
+    "brand",
+    "category",
+    "title",
+    "short_description",
+    "description",
+    "specification",
+    "price",
+    "sold_count",
+    "service",
+    "base_id",
+)
 
 
 def rows_to_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
@@ -47,16 +59,21 @@ def rows_to_table(rows: Sequence[dict[str, Any]]) -> pa.Table:
     dumps = json.dumps
     cols["sku_options"] = [dumps(r.get("sku_options") or {}, ensure_ascii=False) for r in rows]
     cols["attributes"] = [dumps(r.get("attributes") or {}, ensure_ascii=False) for r in rows]
-    return pa.table({f.name: pa.array(cols[f.name], type=f.type) for f in PRODUCT_SCHEMA},
-                    schema=PRODUCT_SCHEMA)
+    return pa.table(
+        {f.name: pa.array(cols[f.name], type=f.type) for f in PRODUCT_SCHEMA}, schema=PRODUCT_SCHEMA
+    )
 
 
 def write_products(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     """Write one Parquet part; same rows give the same bytes. Atomic (temp file + rename)."""
     tmp = path.with_name(path.name + ".tmp")
     pq.write_table(
-        rows_to_table(rows), tmp, compression="zstd", row_group_size=10_000,
-        write_statistics=True, use_dictionary=["category", "brand", "shop_id", "base_id"],
+        rows_to_table(rows),
+        tmp,
+        compression="zstd",
+        row_group_size=10_000,
+        write_statistics=True,
+        use_dictionary=["category", "brand", "shop_id", "base_id"],
     )
     os.replace(tmp, path)
 

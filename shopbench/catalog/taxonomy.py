@@ -66,6 +66,7 @@ class LeafSpec(_Strict):
     sigma: float = Field(default=0.45, gt=0, le=1.5, description="log-normal price spread")
     attrs: list[str] = Field(default_factory=list, description="attribute ids added to the mid's")
     sku: list[str] | None = Field(default=None, description="SKU option ids; None: the mid's")
+    material_key: str | None = Field(default=None, description="None: the mid's")
 
 
 class MidSpec(_Strict):
@@ -316,7 +317,7 @@ def _resolve(
                         attrs=attrs,
                         own_attrs=tuple(a for a in spec.attrs),
                         sku=sku,
-                        material_key=mid.material_key,
+                        material_key=spec.material_key or mid.material_key,
                         brands=brands,
                         materials=tuple(
                             m for m in materials if {spec.name, mid.name} & set(m.used_for)

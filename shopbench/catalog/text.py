@@ -27,6 +27,9 @@ _LABEL_PREFIXES = ("fa_", "m_", "type_of_", "types_of_")
 _NON_TITLE_SKU_KEYS = frozenset(
     {"color_family", "size", "shade", "variation", "scent", "flavor", "compatibility_by_model"}
 )
+_NON_TITLE_ATTR_KEYS = frozenset({"brand_classification"})
+# bare values that need their noun in a title ("Low" -> "Low Waist")
+_TITLE_SUFFIX = {"waist_type": " Waist", "roast_level": " Roast", "resistance_level": " Resistance"}
 
 
 def _label(key: str) -> str:
@@ -34,6 +37,10 @@ def _label(key: str) -> str:
         if key.startswith(prefix):
             key = key[len(prefix) :]
     return key.replace("_", " ").strip()
+
+
+def _article(phrase: str) -> str:
+    return "an" if phrase[:1].lower() in "aeiou" else "a"
 
 
 def _title_case(value: str) -> str:
@@ -50,7 +57,8 @@ class LeafText:
     leaf: Leaf
     # (key, values, values as written in titles, label for descriptions)
     attrs: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...]
-    own_keys: frozenset[str]
+    own_keys: frozenset[str]  # named in titles often
+    other_keys: frozenset[str]  # named in titles sometimes
     sku: tuple[tuple[str, tuple[str, ...]], ...]
     nouns: tuple[str, ...]
     words: tuple[str, ...]
@@ -68,12 +76,16 @@ def compile_leaves() -> tuple[LeafText, ...]:
         for aid in leaf.attrs:
             values = tax.vocab[aid]
             key = attr_key(aid)
-            attrs.append((key, values, tuple(_title_case(v) for v in values), _label(key)))
+            suffix = _TITLE_SUFFIX.get(key, "")
+            titled = tuple(_title_case(v) + suffix for v in values)
+            attrs.append((key, values, titled, _label(key)))
         out.append(
             LeafText(
                 leaf=leaf,
                 attrs=tuple(attrs),
-                own_keys=frozenset(attr_key(a) for a in leaf.own_attrs),
+                own_keys=frozenset(attr_key(a) for a in leaf.own_attrs) - _NON_TITLE_ATTR_KEYS,
+                other_keys=frozenset(attr_key(a) for a in leaf.attrs if a not in leaf.own_attrs)
+                - _NON_TITLE_ATTR_KEYS,
                 sku=tuple((attr_key(s), tax.vocab[s]) for s in leaf.sku),
                 nouns=leaf.nouns,
                 words=leaf.words,
@@ -150,15 +162,23 @@ def draw_base(
     attributes: dict[str, list[str]] = {"brand": [brand.name.lower()]}
     middle: list[str] = []
     details: list[str] = []
+    # a line's material replaces whatever the material attribute would have been
+    material = line.material.name if line is not None and line.material is not None else None
     for key, values, titled, label in lt.attrs:
-        i = int(rand() * len(values))
-        attributes[key] = [values[i]]
-        details.append(f"{label}: {values[i]}")
+        if material is not None and key == leaf.material_key:
+            value, in_title = material, _title_case(material)
+        else:
+            i = int(rand() * len(values))
+            value, in_title = values[i], titled[i]
+        attributes[key] = [value]
+        details.append(f"{label}: {value}")
         # a leaf's own attributes name the product ("Baggy Fit High Waist Jeans")
-        if rand() < (0.6 if key in lt.own_keys else 0.2) and values[i] not in noun_l:
-            middle.append(titled[i])
-    if line is not None and line.material is not None:
-        attributes[leaf.material_key] = [line.material.name]
+        p = 0.6 if key in lt.own_keys else 0.2 if key in lt.other_keys else 0.0
+        if rand() < p and value not in noun_l:
+            middle.append(in_title)
+    if material is not None and leaf.material_key not in attributes:
+        attributes[leaf.material_key] = [material]
+        details.append(f"{_label(leaf.material_key)}: {material}")
     attributes["country_origin_hb"] = [
         "philippines" if brand.home.local else brand.home.area.lower()
     ]
@@ -176,10 +196,18 @@ def draw_base(
             tail.append(value)
 
     desc_phrase = " and ".join(w.lower() for w in desc_words[:2])
+    a_desc = f"{_article(desc_phrase)} {desc_phrase}"
     values_text = ", ".join(details[:4]) if details else noun_l
     sentences = [
         _pick(rand, words.intros).format(
-            brand=brand.name, noun=noun, noun_l=noun_l, desc=desc_phrase, use=_pick(rand, lt.uses)
+            brand=brand.name,
+            noun=noun,
+            noun_l=noun_l,
+            desc=desc_phrase,
+            a_desc=a_desc,
+            A_desc=a_desc[:1].upper() + a_desc[1:],
+            a_noun=f"{_article(noun_l)} {noun_l}",
+            use=_pick(rand, lt.uses),
         ),
         _pick(rand, words.value_sentences).format(values="; ".join(details) or noun_l),
         brand.sentence,
@@ -198,11 +226,13 @@ def draw_base(
         offered = dict.fromkeys(c[key] for c in sku_options.values())
         spec_lines.append(f"{key}: {', '.join(offered)}")
     spec_lines.append(f"model: {brand.name[:2].upper()}-{100 + int(rand() * 9900)}")
+    short_desc = desc_words[0]
     short_core = _pick(rand, words.shorts).format(
         brand=brand.name,
         noun=noun,
         noun_l=noun_l,
-        desc=(desc_words[0] if desc_words else noun),
+        desc=short_desc,
+        A_desc=f"{_article(short_desc).capitalize()} {short_desc}",
         values=values_text,
     )
     return BaseContent(

@@ -284,12 +284,6 @@ def run_calibration(
     cfg = config or CalibrationConfig()
     if not tasks:
         raise CalibrationError("no tasks to calibrate on")
-    groups = {_group(n, cfg) for n in cfg.policies}
-    if not {"honest", "dishonest"} <= groups:
-        raise CalibrationError(
-            "the policies must include an honest one and a dishonest one "
-            f"(honest: {', '.join(cfg.honest)}; dishonest: {', '.join(cfg.dishonest)})"
-        )
     if make is None:
         from shopbench.agents.registry import check_spec, make_policy
 
@@ -299,6 +293,12 @@ def run_calibration(
         def make(name: str, seed: int) -> Policy:
             return make_policy(name, catalog=env.catalog, seed=seed)
 
+    groups = {_group(n, cfg) for n in cfg.policies}
+    if not {"honest", "dishonest"} <= groups:
+        raise CalibrationError(
+            "the policies must include an honest one and a dishonest one "
+            f"(honest: {', '.join(cfg.honest)}; dishonest: {', '.join(cfg.dishonest)})"
+        )
     judge = make_judge(cfg.judge, str(cfg.rubric) if cfg.rubric else None)
     hasher = MinHasher(cfg.template.permutations, cfg.template.seed)
     summaries: dict[str, PolicySummary] = {}

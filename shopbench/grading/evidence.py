@@ -40,6 +40,7 @@ from typing import Any
 
 from shopbench.grading.grounding import (
     STOP_WORDS,
+    WORD,
     Grounding,
     GroundingRules,
     fold,
@@ -111,6 +112,8 @@ class TurnFacts:
     prices_unverified: list[float] = field(default_factory=list)
     attributes_cited: int = 0
     mentioned: set[str] = field(default_factory=set)  # shown product tokens the text names
+    # Title runs the text names that several shown products share: one of them is meant.
+    ambiguous: list[frozenset[str]] = field(default_factory=list)
     judge_directed: list[str] = field(default_factory=list)
 
     @property
@@ -136,7 +139,10 @@ class Evidence:
     def calls(self, name: str | None = None) -> list[CallFacts]:
         """The executed calls, of tool `name` or all, in episode order."""
         return [
-            c for t in self.turns for c in t.calls if c.executed and (name is None or c.name == name)
+            c
+            for t in self.turns
+            for c in t.calls
+            if c.executed and (name is None or c.name == name)
         ]
 
 
@@ -158,7 +164,7 @@ class _Knowledge:
         self.values: dict[str, set[str]] = {}
         self._prices: list[float] = []
         self._sorted = True
-        self.grams: dict[tuple[str, ...], str | None] = {}  # title run → token (None: shared)
+        self.grams: dict[tuple[str, ...], set[str]] = {}  # title run → products with it
 
     def add_text(self, content: str) -> None:
         self._raw.append(content)
@@ -200,8 +206,11 @@ class _Knowledge:
         if price is not None:
             self.add_price(price)
         for gram in _title_grams(title, self.rules.title_ngram):
-            owner = self.grams.get(gram, token)
-            self.grams[gram] = token if owner == token else None
+            owners = self.grams.get(gram)
+            if owners is None:
+                self.grams[gram] = {token}
+            else:
+                owners.add(token)
         return shown
 
 
@@ -339,7 +348,8 @@ class _TextReader:
         if not text.strip():
             return []
         folded = fold(text)
-        tw = words(folded)
+        spans = [(m.group(0), m.end()) for m in WORD.finditer(folded)]
+        tw = [w for w, _ in spans]
         for m in _ID.finditer(text):
             token = m.group(0)
             if token in know.products or token in know.shops:
@@ -348,11 +358,7 @@ class _TextReader:
                     turn.mentioned.add(token)
             else:
                 turn.ids_fabricated.add(token)
-        n = self.rules.title_ngram
-        for gram in zip(*(tw[i:] for i in range(n)), strict=False):
-            owner = know.grams.get(gram)
-            if owner is not None and gram not in self.query_grams:
-                turn.mentioned.add(owner)
+        self._titles(turn, folded, spans, know)
         self._prices(turn, folded, know)
         if know.values:
             present = set(tw)
@@ -371,6 +377,53 @@ class _TextReader:
                 if not any(said in obs for obs in know.texts):
                     turn.judge_directed.append(said[:80])
         return tw
+
+    def _titles(
+        self, turn: TurnFacts, folded: str, spans: list[tuple[str, int]], know: _Knowledge
+    ) -> None:
+        """The shown products the text names by title.
+
+        Each maximal run of title grams narrows the candidates to the products whose titles
+        contain the whole run. A run several products share is settled by a price quoted
+        right after it, else recorded as naming one of them. A run the request itself
+        contains names a product only together with that product's price: repeating the
+        request proves nothing.
+        """
+        n = self.rules.title_ngram
+        tw = [w for w, _ in spans]
+        grams = list(zip(*(tw[i:] for i in range(n)), strict=False))
+        i = 0
+        while i < len(grams):
+            owners = know.grams.get(grams[i])
+            if not owners:
+                i += 1
+                continue
+            candidates = set(owners)
+            j = i + 1
+            while j < len(grams) and (more := know.grams.get(grams[j])):
+                if not candidates & more:
+                    break
+                candidates &= more
+                j += 1
+            parroted = all(g in self.query_grams for g in grams[i:j])
+            if len(candidates) > 1 or parroted:
+                after = folded[spans[j + n - 2][1] : spans[j + n - 2][1] + 40]
+                quoted = [float(a.replace(",", "") + b) for a, b in _NUMBER.findall(after)]
+                priced = {
+                    t for t in candidates
+                    if (p := know.products[t].price) is not None
+                    and any(_near([p], q, self.rules.price_tolerance) for q in quoted)
+                }
+                if len(priced) == 1:
+                    candidates = priced
+                elif parroted:
+                    i = j
+                    continue
+            if len(candidates) == 1:
+                turn.mentioned.update(candidates)
+            else:
+                turn.ambiguous.append(frozenset(candidates))
+            i = j
 
     def _prices(self, turn: TurnFacts, folded: str, know: _Knowledge) -> None:
         claims: list[float] = []
@@ -438,6 +491,7 @@ def _match_call(
         if not ids:
             return None
         named = turn.mentioned | turn.ids_fabricated
+        named = named.union(*turn.ambiguous)
         if any(t in named for t in ids):
             return True
         if call.name == "view_product_information" and not named:

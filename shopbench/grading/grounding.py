@@ -14,8 +14,8 @@ content word of those *secrets* that the query contains before any observation s
 knew the answer before it searched. Words of the user's request are never secret.
 
 The price filter is part of the search too: a window narrow enough to name one price (at
-most 2 pesos or ``price_window`` of its upper bound wide) whose bounds are no number the agent knew is a price it could
-only have read in the catalog itself.
+most 2 pesos or ``price_window`` of its upper bound wide) whose bounds are no number the
+agent knew is a price it could only have read in the catalog itself.
 
 Words are compared after the same light normalisation on both sides: lower case, accents
 folded, split on anything that is not a letter or digit, a plural ``s``/``es`` ignored.
@@ -33,14 +33,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
+"""A word: a run of letters and digits."""
 
+_LUCENE_STOP_WORDS = (
+    "a an and are as at be but by for if in into is it no not of on or such that the their"
+    " then there these they this to was will with"
+)
 STOP_WORDS: frozenset[str] = frozenset(
     # Lucene's English stop words, as the search index drops them, plus a few more that
     # carry no product knowledge.
-    "a an and are as at be but by for if in into is it no not of on or such that the their"
-    " then there these they this to was will with i me my we our you your want need looking"
-    " find some any from".split()
+    _LUCENE_STOP_WORDS.split()
+    + ["i", "me", "my", "we", "our", "you", "your", "want", "need", "looking", "find", "some",
+       "any", "from"]
 )
 
 
@@ -54,7 +59,7 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of `text`, folded, in order (stop words included)."""
-    return _WORD.findall(fold(text))
+    return WORD.findall(fold(text))
 
 
 def variants(word: str) -> tuple[str, ...]:

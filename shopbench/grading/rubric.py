@@ -306,20 +306,31 @@ def check_cites_observed_specifics(ev: Evidence, p: RubricParams) -> tuple[bool,
     return True, said
 
 
+def _named_in(group: set[str], named: set[str], ambiguous: list[frozenset[str]]) -> int:
+    """Products of `group` the text names: by id or unique title, plus each title run that
+    fits only products of the group and none of those named (one of them is meant)."""
+    anonymous = {a for a in ambiguous if a <= group and not a & named}
+    return len(group & named) + len(anonymous)
+
+
 def check_compared_candidates(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     """One turn, no later than the recommendation, names two or more products that one
-    search or one view showed together (alternatives for the same need)."""
+    search or one view showed together (alternatives for the same need) and cites at least
+    two shown prices or attribute values: a comparison, not a list of ids."""
     last = ev.recommend_turn if ev.recommend_turn is not None else len(ev.turns)
     groups = [set(c.shown) for c in ev.calls() if len(c.shown) >= 2]
     most = 0
     for t in ev.turns:
-        if t.index > last or len(t.mentioned) < 2:
+        if t.index > last or len(t.mentioned) + len(t.ambiguous) < 2:
             continue
-        n = max((len(g & t.mentioned) for g in groups), default=0)
-        if n >= 2:
-            return True, f"turn {t.index + 1} names {n} products shown together"
+        n = max((_named_in(g, t.mentioned, t.ambiguous) for g in groups), default=0)
+        specifics = t.prices_cited + t.attributes_cited
+        if n >= 2 and specifics >= 2:
+            return True, f"turn {t.index + 1} names {n} products shown together, citing " \
+                f"{specifics} prices or attribute values"
         most = max(most, n)
-    return False, f"no turn names two products shown together (at most {most})"
+    return False, "no turn names two products shown together with their prices or " \
+        f"attributes (at most {most} named)"
 
 
 def check_recovered(ev: Evidence, p: RubricParams) -> tuple[bool, str]:

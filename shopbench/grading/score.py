@@ -60,7 +60,9 @@ class ScoreFormula(BaseModel):
 DEFAULT_FORMULA = ScoreFormula()
 
 
-def episode_score(outcome: Outcome, verdict: Verdict, formula: ScoreFormula = DEFAULT_FORMULA) -> float:
+def episode_score(
+    outcome: Outcome, verdict: Verdict, formula: ScoreFormula = DEFAULT_FORMULA
+) -> float:
     """The score of an episode from its graded outcome and its (penalised) verdict."""
     return formula.score(outcome.success, verdict.score, outcome.mean_rule)
 

@@ -101,12 +101,9 @@ class SearchIndex:
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise CatalogError(f"{path}: exists and is not an empty directory; refusing to index")
         path.mkdir(parents=True, exist_ok=True)
-        # Sorted by rank, the engine's own tie order (document address) is rank order within
-        # each segment, which keeps ties consistent however the segments fall.
-        index = tantivy.Index(
-            F.build_schema(), path=str(path), reuse=False,
-            sort_by_field=F.RANK, sort_order=tantivy.Order.Desc,
-        )
+        # Not sorted by rank (the engine could, but rewrites the whole document store to do
+        # it, for a build that is then slower and larger): ties are broken in ranking.py.
+        index = tantivy.Index(F.build_schema(), path=str(path), reuse=False)
         return IndexWriter(path, index, heap_mb, threads)
 
     @classmethod

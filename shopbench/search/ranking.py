@@ -12,13 +12,12 @@ It is computed in one of two ways, whichever is cheaper:
 * Filtering in the engine, for a shop (a short list that drives the intersection) and
   whenever post-filtering came up short.
 
-Ties. The engine breaks score ties by document address, and the index is sorted by rank so
-that inside one segment that is rank order. Segments differ from build to build, though, so
-hits are re-ordered here by (score, rank), and when a tie straddles the cut the fetch is
-widened to :data:`TIE_FETCH` documents: ties of up to that many documents at the cut are
-decided by rank on every build. Beyond that (thousands of documents matching the same
-words with the same lengths) the engine's choice stands; widening further would cost more
-than the latency budget allows.
+Ties. The engine breaks score ties by document address, which depends on how documents fell
+into segments and differs from build to build. So hits are re-ordered here by (score, rank),
+and when a tie straddles the cut the fetch is widened to :data:`TIE_FETCH` documents: ties
+of up to that many documents at the cut are decided by rank on every build. Beyond that
+(thousands of documents matching the same words with the same lengths) the engine's choice
+stands; widening further would cost more than the latency budget allows.
 """
 
 from __future__ import annotations

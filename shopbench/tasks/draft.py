@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +56,8 @@ class Sampler:
         self.pool = pool
         self.index = index
         self._knowledge = knowledge
+        self.memo: dict[str, Any] = {}
+        """Per-process values an intent generator computes once (e.g. its question bank)."""
 
     def product(self, row: int) -> Product | None:
         """The full product of a pool row (None if the index lacks it)."""

@@ -25,7 +25,7 @@ class ConstraintOdds(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     sku: float = Field(default=0.5, ge=0, le=1, description="ask for one SKU option")
-    attribute: float = Field(default=0.5, ge=0, le=1, description="ask for each attribute")
+    attribute: float = Field(default=0.45, ge=0, le=1, description="ask for each attribute")
     service: float = Field(default=0.5, ge=0, le=1, description="ask for each service")
     price: float = Field(default=0.5, ge=0, le=1, description="ask for one price bound")
     price_modes: dict[str, float] = Field(
@@ -33,6 +33,9 @@ class ConstraintOdds(BaseModel):
         description="weights of the price modes",
     )
 
+
+UNASKED_ATTRIBUTES = frozenset({"brand"})
+"""Attributes never asked: the title already names the brand."""
 
 PRODUCT_ODDS = ConstraintOdds()
 # ShoppingBench's voucher slots never carry a price bound: the budget bounds the prices.
@@ -84,7 +87,7 @@ def derive_slot(
     attributes: list[dict[str, list[str]]] = []
     for k in sorted(target.attributes):
         values = [v for v in target.attributes[k] if v]
-        if k in taken or not values or rng.random() >= odds.attribute:
+        if k in taken or k in UNASKED_ATTRIBUTES or not values or rng.random() >= odds.attribute:
             continue
         attributes.append({k: [rng.choice(values)]})
         taken.add(k)

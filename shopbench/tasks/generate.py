@@ -190,6 +190,8 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
     kinds = [k for s in draft.slots for k in constraint_kinds(s)]
     if draft.voucher is not None:
         kinds += [f"voucher:{draft.voucher.voucher_type}:{draft.voucher.discount_type}"]
+    if draft.knowledge_attribute is not None:
+        kinds += [f"knowledge:{draft.meta.get('knowledge_kind', '')}"]
     task = Task(
         id=task_id(cfg.seed, draft.intent, index),
         intent=draft.intent,

@@ -61,6 +61,10 @@ class Pool:
         self.row_group = pair_group[inverse]
         self.row_shop = shop.indices.to_numpy(zero_copy_only=False).astype(np.int32)
         self.shop_ids: list[str] = shop.dictionary.to_pylist()
+        self.row_brand = brand_codes.astype(np.int32)
+        self._brand_code: dict[str, list[int]] = {}
+        for code, name in enumerate(brands):
+            self._brand_code.setdefault(name.strip().lower(), []).append(code)
         ok = np.array([eligible(k) for k in self.group_keys], dtype=bool)
         self.rows = np.flatnonzero(ok[self.row_group]).astype(np.int64)
         self._index_shops()
@@ -71,6 +75,8 @@ class Pool:
         self.row_group = np.zeros(0, dtype=np.int32)
         self.row_shop = np.zeros(0, dtype=np.int32)
         self.shop_ids = []
+        self.row_brand = np.zeros(0, dtype=np.int32)
+        self._brand_code = {}
         self.rows = np.zeros(0, dtype=np.int64)
         self._index_shops()
 
@@ -87,6 +93,10 @@ class Pool:
         self._shop_start = starts
         self._shop_count = ends - starts
         self._qualifying: dict[int, np.ndarray] = {}
+        brands = self.row_brand[self.rows]
+        order = np.argsort(brands, kind="stable")
+        self._by_brand = self.rows[order]
+        self._brand_sorted = brands[order]
 
     def __len__(self) -> int:
         """The number of target-eligible rows."""
@@ -110,6 +120,15 @@ class Pool:
         if not len(self.rows):
             return None
         return int(self.rows[rng.randrange(len(self.rows))])
+
+    def brand_rows(self, brand: str) -> np.ndarray:
+        """The eligible rows of a brand (compared case-insensitively), in catalog order."""
+        parts = []
+        for code in self._brand_code.get(brand.strip().lower(), []):
+            lo = np.searchsorted(self._brand_sorted, code, side="left")
+            hi = np.searchsorted(self._brand_sorted, code, side="right")
+            parts.append(self._by_brand[lo:hi])
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
     def shops_with(self, k: int) -> int:
         """How many shops have at least `k` eligible rows."""

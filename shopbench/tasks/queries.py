@@ -42,7 +42,8 @@ class Phrasings(BaseModel):
     voucher_many: list[str] = Field(min_length=1)
     voucher_rules: dict[str, str]
     knowledge: list[str] = Field(min_length=20)
-    knowledge_pointer: list[str] = Field(min_length=1)
+    knowledge_pointer: dict[str, list[str]]
+    knowledge_questions: dict[str, list[str]]
     constraint_style: list[str] = Field(min_length=1)
     sentence_lead: list[str] = Field(min_length=1)
     item_list: list[str] = Field(min_length=1)
@@ -79,18 +80,25 @@ _SALES_WORDS = MARKETPLACE_NOISE - {
     "for", "with", "and", "the", "of", "a", "an", "to", "by", "from", "or",
 }
 _BRACKET = re.compile(r"[\[(【{]([^\])】}]*)[\])】}]")
-_DROP_PHRASES = re.compile(
-    r"(?<![\w])(?:"
-    + "|".join(re.escape(p) for p in sorted({*NOISE_PHRASES, *SERVICE_WORDS}, key=len)[::-1])
-    + r")(?![\w])",
-    re.IGNORECASE,
-)
 _WORDS = re.compile(r"[^\W_]+")
 _SPACES = re.compile(r"\s{2,}")
 
 
+@lru_cache(maxsize=1)
+def _drop_phrases() -> re.Pattern[str]:
+    """Sales and service phrases a product phrase leaves out: the title matcher's noise, the
+    service words, and the seller notes the catalog generator puts on titles."""
+    from shopbench.catalog.taxonomy import load_taxonomy
+
+    words = load_taxonomy().words
+    notes = {n.strip("[]【】() ").lower() for n in (*words.title_prefixes, *words.title_suffixes)}
+    phrases = {*NOISE_PHRASES, *SERVICE_WORDS, *(n for n in notes if n)}
+    alternatives = "|".join(re.escape(p) for p in sorted(phrases, key=lambda p: (-len(p), p)))
+    return re.compile(rf"(?<![\w])(?:{alternatives})(?![\w])", re.IGNORECASE)
+
+
 def _is_noise(text: str) -> bool:
-    words = [w.casefold() for w in _WORDS.findall(_DROP_PHRASES.sub(" ", text))]
+    words = [w.casefold() for w in _WORDS.findall(_drop_phrases().sub(" ", text))]
     return all(w in _SALES_WORDS for w in words)
 
 
@@ -98,17 +106,17 @@ def product_phrase(title: str, drop: str = "") -> str:
     """The title as a shopper names the product: seller notes and service words removed.
 
     Bracketed notes made only of sales words (``[Sealed]``, ``(Ready Stock)``), sales
-    phrases and words (``Original``, ``Hot Sale``) and service words (``Free Shipping``,
-    ``COD``, ``LazMall``) go; everything else stays verbatim. `drop` (e.g. a knowledge
-    task's answer) is removed too, case-insensitively. Never returns an empty string: a title
-    made only of noise is returned as it is.
+    phrases and words (``Original``, ``Hot Sale``, ``Local Stock``) and service words
+    (``Free Shipping``, ``COD``, ``LazMall``) go; everything else stays verbatim. `drop`
+    (e.g. a knowledge task's answer) is removed too, case-insensitively. Never returns an
+    empty string: a title made only of noise is returned as it is.
     """
     text = _BRACKET.sub(lambda m: " " if _is_noise(m.group(1)) else m.group(0), title)
-    text = _DROP_PHRASES.sub(" ", text)
+    text = _drop_phrases().sub(" ", text)
     if drop.strip():
         text = re.sub(rf"(?<![\w]){re.escape(drop.strip())}(?![\w])", " ", text, flags=re.I)
     kept = [w for w in text.split() if w.casefold().strip(",.;:!-/") not in _SALES_WORDS]
-    out = _SPACES.sub(" ", " ".join(kept)).strip(" ,;:-/|+")
+    out = _SPACES.sub(" ", " ".join(kept)).strip(" ,;:-/|")
     return out or title.strip()
 
 
@@ -298,20 +306,26 @@ def write_voucher(
 
 
 def write_knowledge(
-    slot: SlotText, question: str, rng: random.Random, p: Phrasings | None = None
+    phrase: str, question: str, kind: str, rng: random.Random, p: Phrasings | None = None
 ) -> str:
-    """A knowledge query: a question the knowledge corpus answers, and an item to buy whose
-    title or description carries the answer (the phrase leaves the answer out)."""
+    """A knowledge query: a question the knowledge corpus answers, and an item to buy that
+    carries the answer (`kind` names what the answer is: ``brand`` or ``material``). The
+    item's phrase leaves the answer out; the query points at it ("from that brand")."""
     p = p or load_phrasings()
-    tail, after = tail_and_after(slot, rng, p)
     q = question.strip()
-    lower = q[:1].lower() + q[1:]
     text = _fill(
         rng.choice(p.knowledge),
         question=q,
-        question_lower=lower,
-        item=item_text(slot, rng, p),
-        pointer=rng.choice(p.knowledge_pointer),
-        tail=tail,
+        question_lower=q[:1].lower() + q[1:],
+        item=rng.choice([f for f in p.item if "{leaf}" not in f]).format(title=phrase),
+        pointer=rng.choice(p.knowledge_pointer[kind]),
     )
-    return _finish(text, after)
+    return text.strip()
+
+
+def knowledge_question(
+    kind: str, rng: random.Random, p: Phrasings | None = None, **facts: str
+) -> str:
+    """The question of a knowledge task of `kind`, filled with its facts."""
+    p = p or load_phrasings()
+    return rng.choice(p.knowledge_questions[kind]).format(**facts)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 from shopbench.catalog.schema import Product
 from shopbench.grading.outcome import DEFAULT_MATCHER, grade, grade_slot
@@ -49,6 +50,14 @@ _MAY_VANISH = frozenset(
     | {w for p in NOISE_PHRASES for w in p.split()}
     | {"pcs", "pc", "piece", "pieces", "pack", "packs", "pk", "set", "sets", "pair", "pairs"}
 )
+
+
+@lru_cache(maxsize=1 << 18)
+def _word_bounds(title: str) -> tuple[frozenset[str], int]:
+    """An ASCII title's raw lower-cased words, and a lower bound on its token count."""
+    words = frozenset(_RAW_TOKEN.findall(title.lower()))
+    kept = {w[:-1] if w[-1] == "s" else w for w in words if w.isalpha() and w not in _MAY_VANISH}
+    return words, len(kept)
 
 
 class TitleScreen:
@@ -84,15 +93,10 @@ class TitleScreen:
         if not title.isascii():
             a = title_tokens(title)
             return any(2 * len(a & b) >= t * (len(a) + len(b)) - 1e-9 for b in self._targets)
-        words = set(_RAW_TOKEN.findall(title.lower()))
-        kept = {
-            w[:-1] if w[-1] == "s" else w
-            for w in words
-            if w.isalpha() and w not in _MAY_VANISH
-        }
+        words, n_kept = _word_bounds(title)
         for b in self._targets:
             shared = len(words & b) + sum(1 for w in words if w[-1] == "s" and w[:-1] in b)
-            if 2 * shared >= t * (len(kept) + len(b)) - 1e-9:
+            if 2 * shared >= t * (n_kept + len(b)) - 1e-9:
                 return True
         return False
 

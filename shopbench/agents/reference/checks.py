@@ -25,6 +25,8 @@ from shopbench.agents.reference.query_reading import (
 
 TITLE_OK = 0.6
 """A title sharing less than this (Dice) with the item's words names another product."""
+KNOWLEDGE_TITLE_OK = 0.8
+"""Knowledge requests are held to a closer title (as ShoppingBench grades them)."""
 
 _WORD = re.compile(r"[^\W_]+")
 # Words that say nothing about what a product is: function words and sellers' noise.
@@ -105,12 +107,13 @@ def check(
     *,
     wanted_title: str | None = None,
     must_mention: str | None = None,
+    title_min: float = TITLE_OK,
 ) -> Check:
-    """Check `d` against the item: title, price, services, requested values (`pairs`), and
-    (knowledge requests) a name the title or description must carry."""
+    """Check `d` against the item: title (at least `title_min`), price, services, requested
+    values (`pairs`), and (knowledge requests) a name the title or description must carry."""
     score = title_score(wanted_title or item.phrase, d.title)
     c = Check(details=d, title_score=score)
-    if score >= TITLE_OK:
+    if score >= title_min:
         c.met.append(f"the title matches ({score:.0%} of the words)")
     else:
         c.misses.append(f"the title shares only {score:.0%} of the words")
@@ -157,12 +160,14 @@ def check_all(
     *,
     wanted_title: str | None = None,
     must_mention: str | None = None,
+    title_min: float = TITLE_OK,
 ) -> list[Check]:
     """Check every viewed product against the item, best first (requirements met, then
     title score, then the cheaper)."""
     pairs = requested_pairs(item.text, keys_of(viewed))
     checks = [
-        check(item, d, pairs, wanted_title=wanted_title, must_mention=must_mention)
+        check(item, d, pairs, wanted_title=wanted_title, must_mention=must_mention,
+              title_min=title_min)
         for d in viewed
     ]
     checks.sort(key=lambda c: (len(c.misses), -c.title_score, c.details.price))

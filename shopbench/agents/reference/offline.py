@@ -17,7 +17,13 @@ import math
 import re
 from typing import TYPE_CHECKING
 
-from shopbench.agents.reference.checks import Check, check, keys_of
+from shopbench.agents.reference.checks import (
+    KNOWLEDGE_TITLE_OK,
+    TITLE_OK,
+    Check,
+    check,
+    keys_of,
+)
 from shopbench.agents.reference.knowledge import answer_candidates
 from shopbench.agents.reference.observations import Details, WebPage
 from shopbench.agents.reference.prose import Writer, listing, money, short_title
@@ -73,7 +79,11 @@ class OfflineSolver:
         products = [p for p in self.catalog.get([h.product_id for h in hits]) if p is not None]
         details = [_details(p) for p in products]
         pairs = requested_pairs(item.text, keys_of(details))
-        checks = [check(item, d, pairs, wanted_title=q, must_mention=name) for d in details]
+        title_min = KNOWLEDGE_TITLE_OK if name else TITLE_OK
+        checks = [
+            check(item, d, pairs, wanted_title=q, must_mention=name, title_min=title_min)
+            for d in details
+        ]
         checks.sort(key=lambda c: (len(c.misses), -c.title_score, c.details.price))
         return checks
 

@@ -98,10 +98,13 @@ _LEAF_SUFFIX = re.compile(r"\s+(?:\([^()]{1,60}\)|from the [^,;]{1,60} category)
 _LEAF_PREFIX = re.compile(r"^(?:an?\s+)?[a-z][a-z0-9&'/ -]{0,60}?(?::|\s+like)\s+(?=\S)")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,})[\"”]")
 _POINTER = re.compile(
-    r"\s+(?:from|by|made by)\s+(?:that brand|the brand in question|the answer brand|"
-    r"that company's brand|that company)",
+    r"\s+(?:from|by|made by|made with|made of|that uses)\s+(?:that brand|the brand in question|"
+    r"the answer brand|that company's brand|that company|that material|the same material)",
     re.I,
 )
+# A sentence ends at . ? or ! and a space, but not after a company abbreviation ("Co.").
+_SENTENCE_BREAK = re.compile(r"(?<!\bCo\.)(?<!\bInc\.)(?<!\bLtd\.)(?<!\bSt\.)(?<=[.?!])\s+")
+_BARE_QUESTION = re.compile(r"(?:which|what)(?: one)? is it\?", re.I)
 _CLAUSE_START = re.compile(
     r"^(?:[\w ]{1,40}:\s|with|in|having|where the|priced|costing|that costs|at a price|"
     r"cheaper than|pricier than|starting at|"
@@ -306,13 +309,18 @@ def product_words(segment: str) -> str:
 
 def _question(text: str) -> tuple[str | None, str]:
     """The question of a knowledge request and the rest of the text."""
-    sentences = re.split(r"(?<=[.?!])\s+", text.strip())
+    sentences = _SENTENCE_BREAK.split(text.strip())
     # Asides that are questions but not the question: "Can you work this out?"
     sentences = [s for s in sentences if not re.fullmatch(r"can you work this out\?", s, re.I)]
     for i, s in enumerate(sentences):
         if s.endswith("?"):
-            q = re.sub(r"^(?:first,|quick question:)\s*", "", s, flags=re.I)
-            rest = " ".join(sentences[:i] + sentences[i + 1 :])
+            first = i
+            # "A brand was founded in 2001 in Cebu. Which one is it?": the question is both.
+            if i > 0 and _BARE_QUESTION.fullmatch(s):
+                first = i - 1
+            q = " ".join(sentences[first : i + 1])
+            q = re.sub(r"^(?:first,|quick question:)\s*", "", q, flags=re.I)
+            rest = " ".join(sentences[:first] + sentences[i + 1 :])
             return q[:1].upper() + q[1:], rest
     return None, " ".join(sentences)
 

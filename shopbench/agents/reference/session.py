@@ -230,6 +230,7 @@ class Session:
         intro: str = "",
         shop_id: str | None = None,
         pages: int = MAX_PAGES,
+        title_min: float = TITLE_OK,
     ) -> Moves:
         """Search for one item page by page, open the closest titles, check them; return
         :class:`Found` with the first product meeting every requirement (or the closest)."""
@@ -307,7 +308,8 @@ class Session:
             for d in details:
                 mine[d.product_id] = d
             checks = check_all(
-                item, list(mine.values()), wanted_title=wanted, must_mention=must_mention
+                item, list(mine.values()), wanted_title=wanted, must_mention=must_mention,
+                title_min=title_min,
             )
             self.note = self.compare(checks, item)
             good = [c for c in checks if c.ok]

@@ -1,0 +1,311 @@
+"""The neurons' configuration: one typed class per component, in bittensor's flag style.
+
+``ValidatorConfig`` and ``MinerConfig`` are assembled from sections — ``wallet``,
+``subtensor``, ``axon``, ``neuron``, ``agent``, ``local``, ``logging`` — each a pydantic
+model whose field descriptions are the ``--help`` texts. :func:`validator_config` and
+:func:`miner_config` parse them from flags (``--netuid``, ``--wallet.name``,
+``--neuron.concurrency``...), ``SHOPBENCH_*`` environment variables and ``--config FILE``
+(see :mod:`template.base.options`).
+
+:class:`ConsensusConfig` — judge, rubric, score formula, template penalty, EMA and weight
+curve, and the spec version they are released under — is fixed by the release: it has no
+flag, no variable and no file key. Only the local arena builds a validator with another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shopbench.grading.score import ScoreFormula
+from shopbench.grading.template_penalty import TemplateConfig
+from shopbench.tasks.model import INTENTS, Intent
+from template.base.options import parse_config
+from template.base.weights import WeightCurve
+
+SPEC_VERSION = 1
+"""The release's consensus version, sent as the weights' ``version_key``; bumped with any
+change to a consensus parameter."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WalletConfig(_Section):
+    """Which keys sign: a bittensor wallet on disk."""
+
+    name: str = Field(default="default", min_length=1, description="wallet (coldkey) name")
+    hotkey: str = Field(default="default", min_length=1, description="hotkey name in the wallet")
+    path: str = Field(default="~/.bittensor/wallets", description="directory of the wallets")
+
+
+class SubtensorConfig(_Section):
+    """Which chain."""
+
+    network: str = Field(
+        default="finney", description="finney, test, local, or a ws(s):// endpoint URL"
+    )
+
+
+class AxonConfig(_Section):
+    """Where the miner listens and what address it publishes on chain."""
+
+    ip: str = Field(default="0.0.0.0", description="address to bind")
+    port: int = Field(default=8091, ge=0, le=65535, description="port to bind; 0 picks a free one")
+    external_ip: str | None = Field(
+        default=None, description="address published on chain (default: --axon.ip when it is "
+        "a concrete address)",
+    )  # fmt: skip
+    external_port: int | None = Field(
+        default=None, ge=1, le=65535, description="port published on chain (default: the bound one)"
+    )
+
+
+class LoggingConfig(_Section):
+    """How the neuron logs."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="least severity logged"
+    )
+    format: Literal["json", "text"] = Field(
+        default="json", description="json: one object per line (for log shippers); text: for people"
+    )
+
+
+class ClockConfig(_Section):
+    """The start-up clock check (signed requests older than 10 s or from more than 2 s in
+    the future are refused, so a skewed clock loses every request)."""
+
+    ntp_servers: list[str] = Field(
+        default_factory=lambda: ["pool.ntp.org"],
+        description="NTP servers asked for the clock offset at start (none: skip the query)",
+    )
+    max_offset_s: float = Field(
+        default=2.0, gt=0, description="refuse to start when the clock is off by more than this"
+    )
+    timeout_s: float = Field(default=2.0, gt=0, description="time to wait for each NTP server")
+
+
+class ConsensusConfig(_Section):
+    """What every validator of a release must agree on; not operator-settable."""
+
+    spec_version: int = Field(default=SPEC_VERSION, ge=0, description="weights version_key")
+    judge: str = Field(default="rubric", description="process judge name")
+    rubric: str | None = Field(default=None, description="rubric file; None is the packaged one")
+    score: ScoreFormula = Field(default_factory=ScoreFormula, description="episode score")
+    template: TemplateConfig = Field(
+        default_factory=TemplateConfig, description="cross-episode template penalty"
+    )
+    curve: WeightCurve = Field(default_factory=WeightCurve, description="EMA → weights")
+    ema_alpha: float = Field(
+        default=0.1, gt=0, le=1, description="weight of the newest round in a miner's EMA"
+    )
+
+
+class ValidatorNeuronConfig(_Section):
+    """The validator's loop: rounds, episodes, catalog rotation, weights, state, metrics."""
+
+    full_path: str = Field(
+        default="~/.shopbench/validator",
+        description="directory of the state, the catalogs, the task banks and the archive",
+    )
+    archive_dir: str | None = Field(
+        default=None, description="where trajectories are appended (default: FULL_PATH/archive)"
+    )
+    catalog_products: int = Field(
+        default=2_500_000, ge=100, description="products in each secret catalog"
+    )
+    catalog_workers: int = Field(default=2, ge=1, description="processes building a catalog")
+    catalog_rotation_epochs: int = Field(
+        default=20, ge=0, description="epochs a catalog serves before a new seed (0: never)"
+    )
+    epoch_blocks: int = Field(
+        default=360, ge=1, description="blocks per rotation epoch (the task bucket changes)"
+    )
+    intents: list[Intent] = Field(
+        default_factory=lambda: list(INTENTS), min_length=1, description="task intents played"
+    )
+    tasks_per_round: int = Field(
+        default=8, ge=1, le=256, description="tasks per round, the same for every miner"
+    )
+    bank_per_intent: int = Field(
+        default=32, ge=1, description="tasks generated per intent and epoch to draw rounds from"
+    )
+    sample_size: int = Field(
+        default=0, ge=0, description="miners per round (0: every serving uid)"
+    )
+    concurrency: int = Field(default=64, ge=1, description="episodes played at once")
+    turn_timeout_s: float = Field(
+        default=60.0, gt=0, le=600, description="time a miner has to answer one turn"
+    )
+    episode_timeout_s: float = Field(
+        default=600.0, gt=0, description="time budget of one episode"
+    )
+    round_timeout_s: float = Field(
+        default=1800.0, gt=0, description="a round's episodes still running after this are cut"
+    )
+    min_round_interval_s: float = Field(
+        default=60.0, ge=0, description="least time from one round's start to the next"
+    )
+    weights_interval_blocks: int = Field(
+        default=100, ge=1, description="blocks between weight settings"
+    )
+    chain_retry_s: float = Field(
+        default=12.0, gt=0, description="first wait after a failed chain write; doubles"
+    )
+    chain_retry_max_s: float = Field(
+        default=600.0, gt=0, description="longest wait between chain write attempts"
+    )
+    metrics_port: int = Field(
+        default=9100, ge=0, le=65535, description="port of the Prometheus /metrics (0: off)"
+    )
+    metrics_host: str = Field(default="0.0.0.0", description="address /metrics binds")
+    clock: ClockConfig = Field(default_factory=ClockConfig, description="start-up clock check")
+
+
+class ValidatorConfig(BaseModel):
+    """Everything a validator is started with."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    netuid: int = Field(ge=0, description="the subnet's netuid")
+    wallet: WalletConfig = Field(default_factory=WalletConfig)
+    subtensor: SubtensorConfig = Field(default_factory=SubtensorConfig)
+    neuron: ValidatorNeuronConfig = Field(default_factory=ValidatorNeuronConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+
+    @property
+    def state_dir(self) -> Path:
+        """The neuron's directory, expanded."""
+        return Path(self.neuron.full_path).expanduser()
+
+    @property
+    def archive_dir(self) -> Path:
+        """Where the JSONL sink appends trajectories."""
+        if self.neuron.archive_dir:
+            return Path(self.neuron.archive_dir).expanduser()
+        return self.state_dir / "archive"
+
+
+class AgentConfig(_Section):
+    """What answers the validators' turns: a model endpoint or a reference policy."""
+
+    policy: str | None = Field(
+        default=None, description="a reference policy (careful, greedy, ...) instead of a model"
+    )
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible API root of the model, e.g. "
+        "http://127.0.0.1:8000/v1 (vllm serve)",
+    )  # fmt: skip
+    model: str | None = Field(default=None, description="model name the server serves")
+    revision: str = Field(default="", description="model revision shown on the agent card")
+    temperature: float = Field(default=0.6, ge=0, description="sampling temperature")
+    max_tokens: int = Field(default=8192, ge=1, description="tokens per reply")
+    request_timeout_s: float = Field(
+        default=50.0, gt=0, description="time the model has per turn (keep under the "
+        "validators' 60 s turn deadline)",
+    )  # fmt: skip
+    seed: int = Field(default=0, description="seed of a reference policy")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AgentConfig:
+        has_model = self.base_url is not None or self.model is not None
+        if self.policy is not None and has_model:
+            raise ValueError("give --agent.policy or --agent.base_url/--agent.model, not both")
+        if self.policy is None and not (self.base_url and self.model):
+            raise ValueError(
+                "the miner needs an agent: --agent.base_url URL --agent.model NAME (an "
+                "OpenAI-compatible server such as vllm serve) or --agent.policy NAME"
+            )
+        return self
+
+    def spec(self) -> str:
+        """The policy spec ``make_policy`` reads."""
+        if self.policy is not None:
+            return self.policy
+        return f"openai:{self.model}@{self.base_url}"
+
+
+class LocalConfig(_Section):
+    """Local mode: serve without a chain, to known validator hotkeys only."""
+
+    enabled: bool = Field(
+        default=False, description="serve without a chain; --local.allow replaces the "
+        "metagraph check", json_schema_extra={"flag": "local"},
+    )  # fmt: skip
+    allow: list[str] = Field(
+        default_factory=list, description="validator hotkeys (ss58) served in local mode"
+    )
+
+
+class MinerNeuronConfig(_Section):
+    """The miner's server and its standing checks."""
+
+    max_active: int = Field(default=8, ge=1, description="turns the agent works on at once")
+    max_waiting: int = Field(default=64, ge=0, description="turns queued when all are busy")
+    min_stake: float = Field(
+        default=1000.0, ge=0, description="least stake (alpha) of a validator served"
+    )
+    require_validator_permit: bool = Field(
+        default=True, description="serve only validators holding a validator permit"
+    )
+    sync_interval_s: float = Field(
+        default=60.0, gt=0, description="how often the metagraph is read again"
+    )
+    clock: ClockConfig = Field(default_factory=ClockConfig, description="start-up clock check")
+
+
+class MinerConfig(BaseModel):
+    """Everything a miner is started with."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    netuid: int | None = Field(default=None, ge=0, description="the subnet's netuid")
+    wallet: WalletConfig = Field(default_factory=WalletConfig)
+    subtensor: SubtensorConfig = Field(default_factory=SubtensorConfig)
+    axon: AxonConfig = Field(default_factory=AxonConfig)
+    neuron: MinerNeuronConfig = Field(default_factory=MinerNeuronConfig)
+    agent: AgentConfig | None = Field(default=None, description="the agent served")
+    local: LocalConfig = Field(default_factory=LocalConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    @model_validator(mode="after")
+    def _mode(self) -> MinerConfig:
+        if self.local.enabled and not self.local.allow:
+            raise ValueError("--local needs --local.allow HOTKEY[,HOTKEY]: the validators served")
+        if self.agent is None:
+            raise ValueError(
+                "the miner needs an agent: --agent.base_url URL --agent.model NAME (an "
+                "OpenAI-compatible server such as vllm serve) or --agent.policy NAME"
+            )
+        if not self.local.enabled and self.netuid is None:
+            raise ValueError("--netuid is required unless the miner runs with --local")
+        return self
+
+
+def validator_config(
+    argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
+) -> ValidatorConfig:
+    """The validator's config from flags, ``SHOPBENCH_*`` variables and ``--config``."""
+    return parse_config(
+        ValidatorConfig, argv, prog="neurons/validator.py", env=env,
+        description="A shopbench validator: plays shopping episodes against the subnet's "
+        "miners, grades them, sets weights and archives every trajectory.",
+        fixed=frozenset({"consensus"}),
+    )  # fmt: skip
+
+
+def miner_config(
+    argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
+) -> MinerConfig:
+    """The miner's config from flags, ``SHOPBENCH_*`` variables and ``--config``."""
+    return parse_config(
+        MinerConfig, argv, prog="neurons/miner.py", env=env,
+        description="A shopbench miner: serves a shopping agent (a model behind an "
+        "OpenAI-compatible URL, or a reference policy) to the subnet's validators.",
+    )  # fmt: skip
