@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,7 @@ def test_money_claims_must_be_shown_prices_or_arithmetic_on_them(judge: RubricJu
 
     fine = verdict("Together they cost ₱750, ₱250 under the budget of 1000 pesos.")
     assert fine.signals["prices_unverified"] == 0, fine.rationale
-    made_up = verdict("One is ₱299 and the other ₱520, a deal at PHP 611.")
+    made_up = verdict("One is ₱275 and the other ₱520, a deal at PHP 611.")
     assert made_up.signals["prices_unverified"] == 3
     assert not made_up.gates["cites_observed_specifics"]
     assert "match no shown price" in made_up.rationale
@@ -247,7 +248,7 @@ def test_rubric_files_are_checked(tmp_path: Path) -> None:
         path = tmp_path / name
         if body is not None:
             path.write_text(body)
-        with pytest.raises(JudgeError, match=expected[name]) as err:
+        with pytest.raises(JudgeError, match=re.escape(expected[name])) as err:
             load_rubric(path)
         assert str(path) in str(err.value)
     with pytest.raises(JudgeError, match="allowed: rubric"):

@@ -327,6 +327,7 @@ class _TextReader:
 
     def __init__(self, query: str, rules: EvidenceRules) -> None:
         self.rules = rules
+        self.query_folded = fold(query)
         self.query_words = set(words(query))
         self.query_numbers = [
             float(whole.replace(",", "") + frac) for whole, frac in _NUMBER.findall(fold(query))
@@ -374,7 +375,8 @@ class _TextReader:
                 continue  # the pattern cannot match without one of its needles: skip the scan
             for m in pattern.finditer(folded):
                 said = m.group(0)
-                if not any(said in obs for obs in know.texts):
+                # The customer's own words, or a product's, are not addressed to a grader.
+                if said not in self.query_folded and not any(said in o for o in know.texts):
                     turn.judge_directed.append(said[:80])
         return tw
 

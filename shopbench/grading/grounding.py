@@ -113,13 +113,14 @@ _BOUND = re.compile(r"^\s*(\d+(?:\.\d+)?)?\s*-\s*(\d+(?:\.\d+)?)?\s*$")
 
 
 def narrow_price_window(price: str, width: float = 0.02) -> tuple[float, float] | None:
-    """The bounds of a price filter ``lo-hi`` when it is narrow enough to name one price
-    (at most 2 pesos or `width` of hi wide), else None."""
+    """The bounds of a price filter ``lo-hi`` (lo above 0) when it is narrow enough to name
+    one price (at most 2 pesos or `width` of hi wide), else None."""
     m = _BOUND.match(price)
     if not m or m.group(1) is None or m.group(2) is None:
         return None
     lo, hi = float(m.group(1)), float(m.group(2))
-    if hi < lo or hi - lo > max(2.0, width * hi):
+    # "0-1" is a search for the cheapest things, not a price: a named price has lo > 0.
+    if lo <= 0 or hi < lo or hi - lo > max(2.0, width * hi):
         return None
     return lo, hi
 

@@ -196,8 +196,9 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
         return Rubric.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "file"
-        raise JudgeError(f"{where}: {loc}: {first['msg']}") from None
+        loc = ".".join(str(p) for p in first["loc"])
+        msg = first["msg"].removeprefix("Value error, ")
+        raise JudgeError(f"{where}: {loc + ': ' if loc else ''}{msg}") from None
 
 
 # -- the checks ----------------------------------------------------------------------------

@@ -53,11 +53,13 @@ _MAY_VANISH = frozenset(
 
 
 @lru_cache(maxsize=1 << 18)
-def _word_bounds(title: str) -> tuple[frozenset[str], int]:
-    """An ASCII title's raw lower-cased words, and a lower bound on its token count."""
+def _word_bounds(title: str) -> tuple[frozenset[str], frozenset[str], int]:
+    """An ASCII title's raw lower-cased words, those ending in "s" without it, and a lower
+    bound on its token count."""
     words = frozenset(_RAW_TOKEN.findall(title.lower()))
+    stripped = frozenset(w[:-1] for w in words if w[-1] == "s")
     kept = {w[:-1] if w[-1] == "s" else w for w in words if w.isalpha() and w not in _MAY_VANISH}
-    return words, len(kept)
+    return words, stripped, len(kept)
 
 
 class TitleScreen:
@@ -93,9 +95,10 @@ class TitleScreen:
         if not title.isascii():
             a = title_tokens(title)
             return any(2 * len(a & b) >= t * (len(a) + len(b)) - 1e-9 for b in self._targets)
-        words, n_kept = _word_bounds(title)
+        words, stripped, n_kept = _word_bounds(title)
         for b in self._targets:
-            shared = len(words & b) + sum(1 for w in words if w[-1] == "s" and w[:-1] in b)
+            # An upper bound on |A ∩ B|: a word and its "s"-less form may both count.
+            shared = len(words & b) + len(stripped & b)
             if 2 * shared >= t * (n_kept + len(b)) - 1e-9:
                 return True
         return False

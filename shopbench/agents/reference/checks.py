@@ -29,12 +29,18 @@ KNOWLEDGE_TITLE_OK = 0.8
 """Knowledge requests are held to a closer title (as ShoppingBench grades them)."""
 
 _WORD = re.compile(r"[^\W_]+")
-# Words that say nothing about what a product is: function words and sellers' noise.
+# What sellers add to a title that says nothing about the product: phrases, then words.
+_NOISE_PHRASES = re.compile(
+    r"\b(?:on hand|best seller|best selling|fast delivery|fast shipping|good quality|"
+    r"high quality|top quality|direct from supplier|on sale|hot sale|hot selling|ready stock|"
+    r"in stock|local stock|free shipping|free gift|new arrivals?|same day delivery|"
+    r"buy 1 take 1|limited stock|brand new|official store)\b"
+)
 _IGNORED = frozenset({
     "for", "with", "and", "the", "of", "a", "an", "to", "by", "from", "or", "in", "on", "at",
-    "original", "authentic", "genuine", "new", "sale", "hot", "ready", "stock", "sealed",
-    "cod", "free", "shipping", "official", "store", "legit", "promo", "cheap", "seller",
-    "selling", "quality",
+    "original", "authentic", "genuine", "new", "sale", "sealed", "cod", "legit", "promo",
+    "cheap", "trending", "bestseller", "onhand", "sulit", "viral", "preorder", "brandnew",
+    "orig",
 })  # fmt: skip
 _PACK = re.compile(r"^\d+(?:pcs|pc|pieces|pack|packs|x)$|^x\d+$")
 
@@ -44,6 +50,7 @@ def content_words(text: str) -> frozenset[str]:
     """The words of a title that say what the product is (folded, singular, noise gone)."""
     folded = unicodedata.normalize("NFKD", text.casefold())
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = _NOISE_PHRASES.sub(" ", folded)
     out: set[str] = set()
     for w in _WORD.findall(folded):
         if w in _IGNORED or _PACK.match(w):
@@ -52,12 +59,31 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def title_score(wanted: str, title: str) -> float:
-    """Dice overlap of the content words of `wanted` and `title` (1.0 = same words)."""
-    a, b = content_words(wanted), content_words(title)
-    if not a or not b:
-        return 0.0
-    return 2 * len(a & b) / (len(a) + len(b))
+Wanted = str | tuple[str, ...]
+"""The words an item is named with, or several namings of it (any one may match)."""
+
+
+def _namings(wanted: Wanted) -> tuple[str, ...]:
+    return (wanted,) if isinstance(wanted, str) else wanted
+
+
+def title_score(wanted: Wanted, title: str) -> float:
+    """Dice overlap of the content words of `wanted` and `title` (1.0 = same words); the
+    best over the namings when several are given."""
+    b = content_words(title)
+    best = 0.0
+    for naming in _namings(wanted):
+        a = content_words(naming)
+        if a and b:
+            best = max(best, 2 * len(a & b) / (len(a) + len(b)))
+    return best
+
+
+def title_recall(wanted: Wanted, title: str) -> float:
+    """The share of the item's words the title carries, for its fullest naming (the one
+    with the most words: a title that has them all is the closest to what was asked)."""
+    a = max((content_words(n) for n in _namings(wanted)), key=len)
+    return len(a & content_words(title)) / len(a) if a else 0.0
 
 
 def keys_of(details: list[Details]) -> set[str]:
@@ -76,6 +102,7 @@ class Check:
 
     details: Details
     title_score: float
+    recall: float = 0.0
     met: list[str] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
     option: dict[str, str] = field(default_factory=dict)
@@ -84,6 +111,11 @@ class Check:
     def ok(self) -> bool:
         """True when every requirement holds."""
         return not self.misses
+
+    def rank(self) -> tuple[int, float, float, float]:
+        """Sort key, best first: fewest misses, then the most of the item's words in the
+        title, then the closest title, then the cheapest."""
+        return (len(self.misses), -self.recall, -self.title_score, self.details.price)
 
 
 def _values(d: Details, option: dict[str, str]) -> dict[str, set[str]]:
@@ -105,14 +137,15 @@ def check(
     d: Details,
     pairs: dict[str, str],
     *,
-    wanted_title: str | None = None,
+    wanted_title: Wanted | None = None,
     must_mention: str | None = None,
     title_min: float = TITLE_OK,
 ) -> Check:
     """Check `d` against the item: title (at least `title_min`), price, services, requested
     values (`pairs`), and (knowledge requests) a name the title or description must carry."""
-    score = title_score(wanted_title or item.phrase, d.title)
-    c = Check(details=d, title_score=score)
+    wanted = wanted_title or item.phrase
+    score = title_score(wanted, d.title)
+    c = Check(details=d, title_score=score, recall=title_recall(wanted, d.title))
     if score >= title_min:
         c.met.append(f"the title matches ({score:.0%} of the words)")
     else:
@@ -158,17 +191,16 @@ def check_all(
     item: ItemNeed,
     viewed: list[Details],
     *,
-    wanted_title: str | None = None,
+    wanted_title: Wanted | None = None,
     must_mention: str | None = None,
     title_min: float = TITLE_OK,
 ) -> list[Check]:
-    """Check every viewed product against the item, best first (requirements met, then
-    title score, then the cheaper)."""
+    """Check every viewed product against the item, best first (see :meth:`Check.rank`)."""
     pairs = requested_pairs(item.text, keys_of(viewed))
     checks = [
         check(item, d, pairs, wanted_title=wanted_title, must_mention=must_mention,
               title_min=title_min)
         for d in viewed
     ]
-    checks.sort(key=lambda c: (len(c.misses), -c.title_score, c.details.price))
+    checks.sort(key=Check.rank)
     return checks

@@ -35,6 +35,7 @@ _NOT_NAMES = frozenset(
 )
 # Words before a name that make it a place, not a brand: "based in X", "a brand from X".
 _PLACE_LEAD = re.compile(r"(?:\b(?:in|from|of|at|near|to|around)(?:\s+the)?|[A-Za-z],)\s+$")
+_LISTED = re.compile(r"\binclud(?:e|es|ing)\b[^.]*$")
 _YEAR = re.compile(r"\b(?:1[89]|20)\d\d\b")
 MAX_LOOKUPS = 4  # candidate names looked up one by one when the first results don't settle it
 # Words before a name that make it the one a sentence is about: "by X", "The X ...".
@@ -84,16 +85,26 @@ def answer_candidates(
     return _names(pages, question)[:limit]
 
 
+def _given(question: str) -> set[str]:
+    """The names and numbers a question gives (its capitalised words after the first)."""
+    words = _WORD.findall(question)
+    return {w for w in words[1:] if w[:1].isupper() or w.isdigit()} - {"I"}
+
+
 def confirms(pages: list[WebPage], name: str, question: str) -> str | None:
-    """The sentence showing that `name` has every year the question gives, else None: on
-    the page about `name` (its title), or in a sentence naming it."""
+    """The sentence showing that `name` has the year the question gives, else None, where
+    the page about `name` (its title) also states every name the question gives (the
+    city), or one sentence states the name, the year and those names together."""
     years = set(_YEAR.findall(question))
     if not years:
         return None
+    given = _given(question)
     for page in pages:
-        about = page.title.casefold() == name.casefold()
-        for sentence in _SENTENCE.split(f"{page.title}. {page.content}"):
-            if (about or name in sentence) and years <= set(_YEAR.findall(sentence)):
+        text = f"{page.title}. {page.content}"
+        about = page.title.casefold() == name.casefold() and given <= set(_WORD.findall(text))
+        for sentence in _SENTENCE.split(text):
+            said = set(_WORD.findall(sentence))
+            if years <= said and (about or (name in sentence and given <= said)):
                 return sentence.strip()
     return None
 
@@ -148,8 +159,15 @@ def _names(pages: list[WebPage], question: str) -> list[tuple[str, str]]:
                 name = " ".join(words)
                 if len(name) < 3 or _words(name) <= asked:
                     continue
-                weight = 2.0 if _SUBJECT_LEAD.search(before) else 1.0
                 about = page_overlap if name.casefold() == page.title.casefold() else 0
+                if _LISTED.search(before):  # "Brands based here include A, B and C"
+                    weight = 3.0
+                elif " " not in name and not before.strip() and not about:
+                    weight = 0.3  # one capitalised word opening a sentence: often not a name
+                elif _SUBJECT_LEAD.search(before):
+                    weight = 2.0
+                else:
+                    weight = 1.0
                 scored[name] += (weight * overlap + about) / (1 + rank)
                 where.setdefault(name, sentence.strip())
     ranked = sorted(scored, key=lambda n: (-scored[n], n))
@@ -191,9 +209,10 @@ def knowledge_moves(s: Session) -> Moves:
     for name, _ in answers:
         if s.turns_left < 3:
             break
+        # The listing may name the answer or not: either naming of the item counts.
         wanted = f"{name} {item.phrase}"
         found = yield from s.find(
-            item, q=wanted, wanted_title=wanted, must_mention=name, pages=2,
+            item, q=wanted, wanted_title=(item.phrase, wanted), must_mention=name, pages=2,
             title_min=KNOWLEDGE_TITLE_OK,
             intro=f'I\'ll look for the item together with "{name}".',
         )

@@ -72,6 +72,7 @@ class OfflineSolver:
     ) -> list[Check]:
         """The catalog's products for one item, checked in full, best first."""
         q = f"{name} {item.phrase}" if name else item.phrase
+        wanted = (item.phrase, q) if name else item.phrase
         price = (item.price.lo, item.price.hi) if item.price is not None else None
         hits = self.catalog.index.search(
             q, price=price, service=list(item.services), window=WINDOW
@@ -81,10 +82,10 @@ class OfflineSolver:
         pairs = requested_pairs(item.text, keys_of(details))
         title_min = KNOWLEDGE_TITLE_OK if name else TITLE_OK
         checks = [
-            check(item, d, pairs, wanted_title=q, must_mention=name, title_min=title_min)
+            check(item, d, pairs, wanted_title=wanted, must_mention=name, title_min=title_min)
             for d in details
         ]
-        checks.sort(key=lambda c: (len(c.misses), -c.title_score, c.details.price))
+        checks.sort(key=Check.rank)
         return checks
 
     def answer(self, question: str) -> str | None:

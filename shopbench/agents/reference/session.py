@@ -14,7 +14,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shopbench.agents.reference.checks import TITLE_OK, Check, check_all, title_score
+from shopbench.agents.reference.checks import TITLE_OK, Check, Wanted, check_all, title_score
 from shopbench.agents.reference.observations import CallResult, Details, Hit
 from shopbench.agents.reference.prose import (
     Writer,
@@ -156,7 +156,7 @@ class Session:
             text += " that is " + listing([*needs, *(f'"{c}"' for c in extra)])
         return text
 
-    def describe_hits(self, hits: list[Hit], wanted: str, n: int = 3) -> str:
+    def describe_hits(self, hits: list[Hit], wanted: Wanted, n: int = 3) -> str:
         """The closest hits of a page, with their prices."""
         ranked = sorted(hits, key=lambda h: -title_score(wanted, h.title))[:n]
         shown = [f'"{short_title(h.title)}" at {money(h.price)}' for h in ranked]
@@ -225,7 +225,7 @@ class Session:
         item: ItemNeed,
         *,
         q: str | None = None,
-        wanted_title: str | None = None,
+        wanted_title: Wanted | None = None,
         must_mention: str | None = None,
         intro: str = "",
         shop_id: str | None = None,
@@ -413,9 +413,3 @@ def needs_sentence(w: Writer, reading: Reading, session: Session) -> str:
             f" reaches {money(v.threshold)}."
         )
     return w.paragraph([w.opener(), body + extra])
-
-
-def title_ok(wanted: str, title: str) -> bool:
-    """Whether a title names the wanted product closely enough to be worth checking."""
-    return title_score(wanted, title) >= TITLE_OK
-
