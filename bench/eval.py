@@ -44,6 +44,10 @@ class EvalBenchResult(BaseModel):
     episodes: int
     seconds: float
     episodes_per_s: float
+    cpu_seconds: float = Field(description="CPU time of this process over the run")
+    episodes_per_cpu_s: float = Field(
+        description="episodes per CPU-second: the rate on an idle core, whatever else runs"
+    )
     tool_calls_per_s: float
     mean_turns: float
     mean_tool_calls: float
@@ -73,10 +77,12 @@ def run(cfg: EvalBenchConfig) -> EvalBenchResult:
     # Warm the shared structures (index readers, knowledge index) outside the timing.
     run_evaluation(env, tasks[: min(4, len(tasks))],
                    lambda k: make_policy(cfg.policy, catalog=env.catalog, seed=k))
+    cpu0 = time.process_time()
     trajectories, seconds = run_evaluation(
         env, tasks, lambda k: make_policy(cfg.policy, catalog=env.catalog, seed=k),
         EvalConfig(samples=1, concurrency=cfg.concurrency, seed=cfg.seed),
     )
+    cpu = time.process_time() - cpu0
     n = len(trajectories)
     calls = sum(t.tool_calls for t in trajectories)
     # Local policies and the environment both run on the event loop's thread, one at a time,
@@ -90,6 +96,8 @@ def run(cfg: EvalBenchConfig) -> EvalBenchResult:
         episodes=n,
         seconds=round(seconds, 3),
         episodes_per_s=round(n / seconds, 2),
+        cpu_seconds=round(cpu, 3),
+        episodes_per_cpu_s=round(n / cpu, 2) if cpu > 0 else 0.0,
         tool_calls_per_s=round(calls / seconds, 1),
         mean_turns=round(sum(t.turns for t in trajectories) / n, 2),
         mean_tool_calls=round(calls / n, 2),

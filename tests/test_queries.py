@@ -8,7 +8,7 @@ import re
 import pytest
 
 from shopbench.catalog.schema import SERVICES
-from shopbench.tasks.model import PriceBound, Voucher
+from shopbench.tasks.model import PriceBound, Task, Voucher
 from shopbench.tasks.queries import (
     SlotText,
     attribute_label,
@@ -205,3 +205,85 @@ def test_attribute_labels_drop_marketplace_prefixes() -> None:
     assert attribute_label("fa_pattern") == "pattern"
     assert attribute_label("type_of_inks") == "inks"
     assert attribute_label("m_") == "m"
+
+
+# --- the optional paraphraser, against a real HTTP server speaking the chat API -------------
+
+class _ChatServer:
+    """A local OpenAI-compatible endpoint whose replies a test scripts, one per request."""
+
+    def __init__(self, replies: list[str | int]) -> None:
+        import json as _json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[dict[str, object]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.requests.append(_json.loads(body))
+                reply = replies.pop(0)
+                if isinstance(reply, int):
+                    self.send_response(reply)
+                    self.end_headers()
+                    return
+                data = _json.dumps({"choices": [{"message": {"content": reply}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _voucher_task() -> Task:
+    from shopbench.tasks.model import Slot
+
+    v = Voucher(voucher_type="platform", threshold=170, discount_type="fixed", face_value=34,
+                budget=425)  # fmt: skip
+    slot = Slot(product_id="1", title=["Sakura Craypas Junior 50 Colors [Sealed]"],
+                attributes=[{"type_of_inks": ["oil-based"]}], service=["COD"])  # fmt: skip
+    query = ("Looking for Sakura Craypas Junior 50 Colors, with inks oil-based, with COD.\n\n"
+             + voucher_rules(v))  # fmt: skip
+    return Task(id="v", intent="voucher", query=query, reward=[slot], voucher=v)
+
+
+def test_paraphrases_keep_every_fragment_or_the_template_stays() -> None:
+    from shopbench.tasks.paraphrase import ParaphraseConfig, Paraphraser
+
+    task = _voucher_task()
+    good = "Hi! I need Sakura Craypas Junior 50 Colors (inks: oil-based), cash on delivery please."
+    dropped_value = "I need Sakura Craypas Junior 50 Colors with COD."
+    added_service = "I need Sakura Craypas Junior 50 Colors, oil-based, COD, free shipping."
+    server = _ChatServer([good, dropped_value, added_service, 503, "   "])
+    para = Paraphraser(ParaphraseConfig(base_url=server.url, model="tiny", temperature=0.0))
+    try:
+        out, report = para.rewrite_all([task] * 5)
+    finally:
+        para.close()
+        server.close()
+    assert out[0].query == good + "\n\n" + voucher_rules(task.voucher)  # type: ignore[arg-type]
+    assert out[0].meta["paraphrased"] == "tiny"
+    assert [t.query for t in out[1:]] == [task.query] * 4
+    assert report.rewritten == 1 and report.kept == {
+        "a required fragment was changed": 1, "a service was added": 1,
+        "endpoint error (HTTPStatusError)": 1, "empty rewrite": 1,
+    }  # fmt: skip
+    sent = server.requests[0]
+    assert sent["model"] == "tiny" and sent["temperature"] == 0.0
+    user = sent["messages"][1]["content"]  # type: ignore[index]
+    assert "- Sakura Craypas Junior 50 Colors\n- oil-based" in user
+    assert "My budget is only" not in user  # the voucher rules are never sent

@@ -28,7 +28,7 @@ TEMPLATE = (
 
 def test_numbers_and_ids_are_masked() -> None:
     assert masked_tokens("Pick 1234567890 at ₱1,299.50, not 2345678901!") == [
-        "pick", "#", "at", "#", "not", "#",
+        "pick", "#", "at", "php", "#", "not", "#",
     ]
     assert shingles(["a", "b", "c", "d"], 3) == {"a b c", "b c d"}
     assert shingles(["a"], 3) == {"a"}

@@ -78,8 +78,17 @@ def build_command(
     ),
     workers: int = typer.Option(1, "--workers", help="worker processes"),
     max_attempts: int = typer.Option(20, "--max-attempts", help="drafts tried per task"),
+    paraphrase_url: str | None = typer.Option(
+        None, "--paraphrase-url", help="OpenAI-compatible API root that rewrites the queries"
+    ),
+    paraphrase_model: str | None = typer.Option(
+        None, "--paraphrase-model", help="model name for --paraphrase-url"
+    ),
 ) -> None:
-    """Generate validated tasks; exit status 1 when an intent gave fewer than --n."""
+    """Generate validated tasks; exit status 1 when an intent gave fewer than --n.
+
+    The API key of --paraphrase-url, if it needs one, is read from SHOPBENCH_PARAPHRASE_KEY.
+    """
     import secrets
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -102,6 +111,8 @@ def build_command(
             raise TaskError(f"{name} must be at least 1, got {value}")
     if epoch is not None and epoch < 0:
         raise TaskError(f"--epoch must be at least 0, got {epoch}")
+    if (paraphrase_url is None) != (paraphrase_model is None):
+        raise TaskError("--paraphrase-url and --paraphrase-model go together")
     names = _intent_list(intents)
     cat = Catalog.open(catalog)
     forced: set[str] = set()
@@ -122,7 +133,21 @@ def build_command(
     ) as bar:
         ids = {i: bar.add_task(i, total=n) for i in names}
         result = build_tasks(cfg, progress=lambda intent, k: bar.advance(ids[intent], k))
-    write_tasks(out, result.tasks)
+    tasks = result.tasks
+    if paraphrase_url is not None and paraphrase_model is not None:
+        import os
+
+        from shopbench.tasks.paraphrase import ParaphraseConfig, Paraphraser
+
+        para = Paraphraser(ParaphraseConfig(base_url=paraphrase_url, model=paraphrase_model,
+                                            api_key=os.environ.get("SHOPBENCH_PARAPHRASE_KEY")))
+        try:
+            tasks, preport = para.rewrite_all(tasks)
+        finally:
+            para.close()
+        kept = ", ".join(f"{why}: {n}" for why, n in preport.kept.items()) or "none"
+        typer.echo(f"paraphrased {preport.rewritten}/{len(tasks)} queries (kept: {kept})")
+    write_tasks(out, tasks)
     short = False
     for r in result.reports:
         line = f"{r.intent}: {r.produced}/{r.requested} tasks ({r.attempts} drafts)"
@@ -133,7 +158,7 @@ def build_command(
             )
             line += f"; not supported by this catalog: {why}"
         typer.echo(line)
-    typer.echo(f"wrote {len(result.tasks)} tasks to {out}")
+    typer.echo(f"wrote {len(tasks)} tasks to {out}")
     if short:
         raise typer.Exit(1)
 

@@ -50,10 +50,12 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 
 def fold(text: str) -> str:
-    """`text` lower-cased with accents folded to ASCII where they have an ASCII base."""
+    """`text` lower-cased with accents folded to ASCII where they have an ASCII base; the
+    peso sign becomes the word ``php`` (it marks money, and has no ASCII base)."""
     low = text.lower()
     if low.isascii():
         return low
+    low = low.replace("₱", " php ")
     return unicodedata.normalize("NFKD", low).encode("ascii", "ignore").decode("ascii")
 
 

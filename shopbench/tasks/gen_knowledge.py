@@ -136,5 +136,9 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
         slots=[Slot(product_id=target.product_id, title=[target.title])],
         targets=[target],
         knowledge_attribute=q.answer,
-        meta={"knowledge_kind": kind, "knowledge_entity": q.entity},
+        meta={
+            "knowledge_kind": kind,
+            "knowledge_entity": q.entity,
+            **{f"knowledge_fact_{k}": v for k, v in sorted(q.facts.items())},
+        },
     )

@@ -21,8 +21,10 @@ from shopbench.agents.reference.checks import (
     KNOWLEDGE_TITLE_OK,
     TITLE_OK,
     Check,
+    Wanted,
     check,
     keys_of,
+    title_score,
 )
 from shopbench.agents.reference.knowledge import answer_candidates
 from shopbench.agents.reference.observations import Details, WebPage
@@ -34,6 +36,7 @@ from shopbench.agents.reference.query_reading import (
     requested_pairs,
 )
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.agents.reference.session import VIEW_MIN
 from shopbench.catalog.schema import Product
 
 if TYPE_CHECKING:
@@ -72,12 +75,13 @@ class OfflineSolver:
     ) -> list[Check]:
         """The catalog's products for one item, checked in full, best first."""
         q = f"{name} {item.phrase}" if name else item.phrase
-        wanted = (item.phrase, q) if name else item.phrase
+        wanted: Wanted = (item.phrase, q) if name else item.phrase
         price = (item.price.lo, item.price.hi) if item.price is not None else None
         hits = self.catalog.index.search(
             q, price=price, service=list(item.services), window=WINDOW
         )
-        products = [p for p in self.catalog.get([h.product_id for h in hits]) if p is not None]
+        close = [h.product_id for h in hits if title_score(wanted, h.title) >= VIEW_MIN]
+        products = [p for p in self.catalog.get(close) if p is not None]
         details = [_details(p) for p in products]
         pairs = requested_pairs(item.text, keys_of(details))
         title_min = KNOWLEDGE_TITLE_OK if name else TITLE_OK

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 _MONEY = r"(?:PHP\s*|₱\s*)?(\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s*(pesos|PHP))?"
@@ -352,6 +353,7 @@ def read_query(text: str, *, knowledge: bool = False) -> Reading:
     return Reading(items=items, same_shop=same_shop, voucher=voucher, question=question)
 
 
+@lru_cache(maxsize=4096)
 def pair_pattern(label: str) -> re.Pattern[str]:
     """The forms a request states `label`'s value in: "with {label} {value}", "{label}:
     {value}", "where the {label} is {value}", "with a {label} of {value}"..."""

@@ -29,7 +29,7 @@ def loose_try(s: Session) -> Moves:
     intro = s.w.paragraph([
         needs_sentence(s.w, s.reading, s),
         s.w.pick(
-            f'Let me start with a quick search for "{loose}" and see what the shop has.',
+            f'A quick search for "{loose}" should show what the shop has.',
             f'I\'ll try a broad search for "{loose}" first.',
         ),
     ])
@@ -66,7 +66,7 @@ def loose_try(s: Session) -> Moves:
             f'None of those work: "{short_title(c.details.title, 50)}" misses '
             f"{listing(c.misses[:2])}.",
             f'That was too loose — "{short_title(c.details.title, 50)}" at '
-            f"{money(c.details.price)} fails on {listing(c.misses[:2])}.",
+            f"{money(c.details.price)} fails: {listing(c.misses[:2])}.",
         ) + " " + s.w.pick(
             "I need the full name and the filters from the request.",
             "Let me redo this properly with every requirement as a filter where possible.",

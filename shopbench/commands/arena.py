@@ -1,0 +1,126 @@
+"""`shopbench arena` (a whole subnet on this machine) and `shopbench bench validator`.
+
+The subnet plumbing (``template``, and through it bittensor) is imported only inside the
+commands, so the rest of the CLI never pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add `arena` to the root app and `validator` to the bench group."""
+
+    @app.command("arena")
+    def arena_command(
+        miners: int = typer.Option(8, "--miners", min=0, max=64, help="reference miners"),
+        rounds: int = typer.Option(3, "--rounds", min=1, help="validator rounds"),
+        products: int = typer.Option(
+            50_000, "--products", min=500, help="catalog size (built once, then reused)"
+        ),
+        add_miner: list[str] = typer.Option(
+            [], "--add-miner", help="URL=HOTKEY of a miner you run yourself, e.g. a local-mode "
+            "miner in front of your model (repeatable); it must allow the arena validator's "
+            "hotkey (--print-hotkey)",
+        ),  # fmt: skip
+        out: Path = typer.Option(Path("arena"), "--out", help="output directory"),
+        catalog: Path | None = typer.Option(
+            None, "--catalog", help="use this catalog (built from --seed) instead of building"
+        ),
+        seed: int = typer.Option(1, "--seed", help="catalog seed (public: the arena is a demo)"),
+        policies: str | None = typer.Option(
+            None, "--policies", help="comma-separated reference policies, cycled over the "
+            "miners (default: careful,greedy,narrator,random,trial_and_error,"
+            "narrator_quoting,guesser,careful_terse)",
+        ),  # fmt: skip
+        tasks_per_round: int = typer.Option(8, "--tasks", min=1, help="tasks per round"),
+        concurrency: int = typer.Option(32, "--concurrency", min=1, help="episodes at once"),
+        turn_timeout: float = typer.Option(20.0, "--turn-timeout", help="seconds per turn"),
+        exponent: float | None = typer.Option(
+            None, "--weight-exponent", help="consensus override: weight ∝ EMA^exponent"
+        ),
+        burn: float | None = typer.Option(
+            None, "--burn", help="consensus override: weight share burned to uid 0"
+        ),
+        ema_alpha: float | None = typer.Option(
+            None, "--ema-alpha", help="consensus override: weight of a round in the EMA"
+        ),
+        print_hotkey: bool = typer.Option(
+            False, "--print-hotkey", help="print the arena validator's hotkey and exit"
+        ),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress or leaderboard"),
+    ) -> None:
+        """Run a whole subnet here: a local chain, miner processes, the real validator."""
+        from template.arena import ArenaConfig, parse_added, run_arena, validator_hotkey
+        from template.arena_view import QuietView, RichView
+        from template.base.config import ConsensusConfig
+
+        if print_hotkey:
+            typer.echo(validator_hotkey())
+            return
+        consensus = ConsensusConfig()
+        curve: dict[str, float] = {}
+        if exponent is not None:
+            curve["exponent"] = exponent
+        if burn is not None:
+            curve["burn"] = burn
+        updates: dict[str, object] = {}
+        if curve:
+            updates["curve"] = consensus.curve.model_validate(
+                {**consensus.curve.model_dump(), **curve}
+            )
+        if ema_alpha is not None:
+            updates["ema_alpha"] = ema_alpha
+        if updates:
+            consensus = ConsensusConfig.model_validate({**consensus.model_dump(), **updates})
+        options: dict[str, object] = {
+            "miners": miners, "rounds": rounds, "products": products, "out": out,
+            "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
+            "tasks_per_round": tasks_per_round, "concurrency": concurrency,
+            "turn_timeout_s": turn_timeout, "consensus": consensus,
+        }  # fmt: skip
+        if policies:
+            options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
+        config = _arena_config(ArenaConfig, options)
+        report = run_arena(config, QuietView() if quiet else RichView())
+        typer.echo(f"wrote {out / 'arena.json'} and {report['trajectories']}")
+
+    @bench_app.command("validator")
+    def bench_validator(
+        miners: int = typer.Option(32, "--miners", min=1, help="instant miners"),
+        concurrency: int = typer.Option(64, "--concurrency", min=1, help="episodes at once"),
+        episodes: int = typer.Option(
+            64, "--episodes", min=1, help="episodes timed at full concurrency"
+        ),
+        processes: int = typer.Option(
+            4, "--processes", min=1, help="miner processes (the miners are spread over them)"
+        ),
+        products: int = typer.Option(5_000, "--products", min=500, help="catalog size"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Validator turns per second and per-turn overhead against instant loopback miners."""
+        from bench.validator import run
+
+        result = run(
+            miners=miners, concurrency=concurrency, episodes=episodes,
+            processes=processes, products=products,
+        )  # fmt: skip
+        typer.echo(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+
+def _arena_config(model: type, options: dict[str, object]):  # type: ignore[no-untyped-def]
+    """The arena config, a refused option reported as one line naming it."""
+    from pydantic import ValidationError
+
+    from template.arena_miners import ArenaError
+
+    try:
+        return model.model_validate(options)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ArenaError(f"arena option {loc}: {first['msg']}") from None

@@ -1,0 +1,403 @@
+"""The local arena: a whole subnet on one machine, with one command (``shopbench arena``).
+
+It builds (or reuses) a catalog, writes wallets into a temporary wallet path, starts a
+:class:`~template.chain.LocalChain` (the SDK's own intents over an in-memory chain),
+registers the subnet owner (uid 0, the burn uid), one validator (uid 1) and the miners,
+starts each miner as its own ``neurons/miner.py`` process in local mode on a loopback port
+with a reference policy (plus any ``--add-miner URL=HOTKEY``, e.g. a local-mode miner in
+front of a model), publishes their addresses on chain, and runs the real validator over
+real signed HTTP for the given rounds. It ends with a leaderboard and writes ``arena.json``
+and the signed trajectories (``trajectories.jsonl``) to the output directory.
+
+Everything in the arena is public — the catalog seed and the keys derive from fixed names —
+which is what makes it reproducible, and why nothing in it is worth anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from shopbench.catalog.layout import read_manifest, seed_hash
+from shopbench.errors import CatalogError
+from shopbench.tasks.model import INTENTS
+from template.arena_miners import ArenaError, MinerProcess, wait_all_ready
+from template.arena_view import ArenaObserver, QuietView
+from template.base.config import (
+    ClockConfig,
+    ConsensusConfig,
+    ValidatorConfig,
+    ValidatorNeuronConfig,
+)
+from template.base.round import RoundResult
+from template.base.sink import TRAJECTORIES_FILE, JsonlSink
+from template.base.state import STATE_FILE
+from template.signing import LocalWallet
+
+DEFAULT_POLICIES: tuple[str, ...] = (
+    "careful",
+    "greedy",
+    "narrator",
+    "random",
+    "trial_and_error",
+    "narrator_quoting",
+    "guesser",
+    "careful_terse",
+)
+"""The reference policies the miners play, in uid order (cycled past eight)."""
+
+OWNER, VALIDATOR = "arena-owner", "arena-validator"
+OWNER_UID, VALIDATOR_UID = 0, 1
+ARENA_JSON = "arena.json"
+
+
+def validator_hotkey() -> str:
+    """The arena validator's hotkey (derived from a fixed name): what a local-mode miner
+    added with ``--add-miner`` must allow."""
+    return LocalWallet.derive(VALIDATOR).hotkey_ss58
+
+
+class AddedMiner(BaseModel):
+    """A miner the arena does not start: its base URL and its hotkey (``URL=HOTKEY``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    hotkey: str = Field(min_length=40, max_length=60, description="ss58 address")
+
+    @classmethod
+    def parse(cls, text: str) -> AddedMiner:
+        """Read ``URL=HOTKEY``; ArenaError saying what is wrong."""
+        url, sep, hotkey = text.rpartition("=")
+        if not sep or not url or not hotkey:
+            raise ArenaError(f"--add-miner {text!r}: expected URL=HOTKEY, e.g. "
+                             "http://127.0.0.1:8091=5F...")  # fmt: skip
+        try:
+            return cls(url=url, hotkey=hotkey)
+        except ValueError as e:
+            raise ArenaError(f"--add-miner {text!r}: {e}") from None
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
+            raise ValueError("the URL must be http://HOST:PORT")
+        return url
+
+    def address(self) -> tuple[str, int]:
+        """The (IPv4 address, port) published for it on the arena's chain."""
+        parts = urlsplit(self.url)
+        assert parts.hostname is not None and parts.port is not None
+        try:
+            ip = socket.gethostbyname(parts.hostname)
+        except OSError as e:
+            raise ArenaError(f"--add-miner {self.url}: cannot resolve {parts.hostname} ({e})") from None
+        return ip, parts.port
+
+
+class ArenaConfig(BaseModel):
+    """One arena run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    miners: int = Field(default=8, ge=0, le=64, description="reference miners to start")
+    rounds: int = Field(default=3, ge=1, le=1000, description="validator rounds")
+    products: int = Field(default=50_000, ge=500, description="catalog size (when built)")
+    seed: int = Field(default=1, ge=0, description="catalog seed (public: arena only)")
+    out: Path = Field(default=Path("arena"), description="output directory")
+    catalog: Path | None = Field(
+        default=None, description="use this catalog, built from --seed (default: build or "
+        "reuse OUT/catalog-PRODUCTS-sSEED)",
+    )  # fmt: skip
+    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
+    add_miners: list[AddedMiner] = Field(default_factory=list)
+    tasks_per_round: int = Field(default=8, ge=1, le=256)
+    concurrency: int = Field(default=32, ge=1)
+    turn_timeout_s: float = Field(default=20.0, gt=0)
+    round_timeout_s: float = Field(default=300.0, gt=0)
+    blocks_per_round: int = Field(default=50, ge=1)
+    netuid: int = Field(default=1, ge=0)
+    workers: int = Field(default=2, ge=1, description="catalog build processes")
+    consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+
+    @field_validator("policies")
+    @classmethod
+    def _reference(cls, names: list[str]) -> list[str]:
+        from shopbench.agents.registry import POLICY_NAMES
+
+        allowed = [p for p in POLICY_NAMES if p != "offline"]  # offline needs the catalog
+        for name in names:
+            if name not in allowed:
+                raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+        return names
+
+    def catalog_dir(self) -> Path:
+        """Where the catalog is (built)."""
+        return self.catalog or self.out / f"catalog-{self.products}-s{self.seed}"
+
+
+class MinerRow(BaseModel):
+    """One line of the leaderboard (and of ``arena.json``)."""
+
+    uid: int
+    hotkey: str
+    policy: str
+    episodes: int
+    asr: float
+    process_score: float
+    ema: float
+    weight: float
+
+
+def _catalog(config: ArenaConfig, view: ArenaObserver) -> Path:
+    """The catalog directory, built when it is not there yet."""
+    directory = config.catalog_dir()
+    if config.catalog is not None:
+        try:
+            manifest = read_manifest(directory)
+        except CatalogError as e:
+            raise ArenaError(f"--catalog: {e}") from None
+        if manifest.seed_hash != seed_hash(config.seed):
+            raise ArenaError(f"--catalog {directory} was not built from --seed {config.seed}")
+        view.stage(f"catalog {directory} ({manifest.n_products} products)")
+        return directory
+    from shopbench.catalog.store import build_catalog
+
+    view.catalog_start(config.products)
+    build_catalog(
+        directory, config.products, config.seed, workers=config.workers,
+        progress=view.catalog_advance,
+    )  # fmt: skip
+    view.stage(f"catalog {directory} ({config.products} products, seed {config.seed})")
+    return directory
+
+
+def _validator_config(config: ArenaConfig, state_dir: Path) -> ValidatorConfig:
+    per_intent = -(-config.tasks_per_round // len(INTENTS))
+    neuron = ValidatorNeuronConfig(
+        full_path=str(state_dir), archive_dir=str(config.out), catalog_products=config.products,
+        catalog_rotation_epochs=0, epoch_blocks=1_000_000, tasks_per_round=config.tasks_per_round,
+        bank_per_intent=per_intent * config.rounds, concurrency=config.concurrency,
+        turn_timeout_s=config.turn_timeout_s, episode_timeout_s=config.round_timeout_s,
+        round_timeout_s=config.round_timeout_s, min_round_interval_s=0,
+        weights_interval_blocks=config.blocks_per_round, metrics_port=0,
+        clock=ClockConfig(ntp_servers=[]),
+    )  # fmt: skip
+    return ValidatorConfig(netuid=config.netuid, neuron=neuron, consensus=config.consensus)
+
+
+class Arena:
+    """One arena run; use :func:`run_arena`."""
+
+    def __init__(self, config: ArenaConfig, view: ArenaObserver | None = None) -> None:
+        self.config = config
+        self.view = view or QuietView()
+        self.policies: dict[int, str] = {}
+        self.processes: list[MinerProcess] = []
+        self.wallets: dict[int, Any] = {}
+        self.rounds: list[RoundResult] = []
+        self._wallets = Path(tempfile.mkdtemp(prefix="shopbench-arena-wallets-"))
+
+    def _start_miners(self, vhotkey: str) -> None:
+        from template.base.neuron import write_local_wallet
+
+        cfg = self.config
+        for i in range(cfg.miners):
+            uid = VALIDATOR_UID + 1 + i
+            policy = cfg.policies[i % len(cfg.policies)]
+            name = f"arena-miner-{i + 1}"
+            self.wallets[uid] = write_local_wallet(self._wallets, name)
+            self.policies[uid] = policy
+            self.processes.append(
+                MinerProcess(uid, policy, self._wallets, name, vhotkey,
+                             cfg.out / "logs" / f"miner-uid{uid}.log", seed=uid)
+            )  # fmt: skip
+
+    def _chain(self) -> Any:
+        from template.chain import LocalChain, MemorySubstrate, SubnetParams
+
+        cfg = self.config
+        substrate = MemorySubstrate()
+        owner, validator = LocalWallet.derive(OWNER), LocalWallet.derive(VALIDATOR)
+        substrate.add_subnet(
+            cfg.netuid, owner.hotkey_ss58, owner.coldkey_ss58,
+            SubnetParams(tempo=max(10, 2 * cfg.blocks_per_round), weights_rate_limit=1),
+        )  # fmt: skip
+        substrate.register(cfg.netuid, owner.hotkey_ss58, owner.coldkey_ss58)
+        substrate.register(
+            cfg.netuid, validator.hotkey_ss58, validator.coldkey_ss58, stake=10_000,
+            validator_permit=True,
+        )  # fmt: skip
+        return substrate, LocalChain
+
+    async def _publish(self, substrate: Any, local_chain: type) -> None:
+        """Register every miner and publish its address, signed by its own wallet."""
+        import bittensor as bt
+
+        cfg = self.config
+        for proc in self.processes:
+            wallet = self.wallets[proc.uid]
+            uid = substrate.register(
+                cfg.netuid, wallet.hotkey.ss58_address, wallet.coldkeypub.ss58_address
+            )
+            assert uid == proc.uid, "uids are handed out in order"
+            assert proc.port is not None
+            await local_chain(substrate, wallet, cfg.netuid).serve("127.0.0.1", proc.port)
+        for added in cfg.add_miners:
+            ip, port = added.address()
+            uid = substrate.register(cfg.netuid, added.hotkey, added.hotkey)
+            self.policies[uid] = "external"
+            # The in-memory chain checks no signatures, so the arena can publish for a
+            # hotkey whose secret it does not hold.
+            public = bt.sp_core.Keypair(ss58_address=added.hotkey)
+            wallet = _PublicWallet(public)
+            await local_chain(substrate, wallet, cfg.netuid).serve(ip, port)
+
+    async def run(self) -> dict[str, Any]:
+        """Run the arena; the content of ``arena.json``."""
+        cfg = self.config
+        started = time.monotonic()
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        validator_wallet = LocalWallet.derive(VALIDATOR)
+        self.view.stage(f"starting {cfg.miners} miners (logs in {cfg.out / 'logs'})")
+        self._start_miners(validator_wallet.hotkey_ss58)
+        # The catalog builds while the miner processes start: both take a while.
+        catalog_dir = await asyncio.to_thread(_catalog, cfg, self.view)
+        await asyncio.to_thread(wait_all_ready, self.processes)
+        substrate, local_chain = self._chain()
+        await self._publish(substrate, local_chain)
+        self.view.stage(
+            f"subnet {cfg.netuid} on a local chain: validator uid {VALIDATOR_UID}, "
+            f"{len(self.processes) + len(cfg.add_miners)} miners serving"
+        )
+        return await self._play(substrate, local_chain, validator_wallet, catalog_dir, started)
+
+    async def _play(
+        self, substrate: Any, local_chain: type, wallet: Any, catalog_dir: Path, started: float
+    ) -> dict[str, Any]:
+        from template.base.validator import Validator
+
+        cfg = self.config
+        state_dir = cfg.out / "validator"
+        (state_dir / STATE_FILE).unlink(missing_ok=True)  # each arena run starts fresh
+        (cfg.out / TRAJECTORIES_FILE).unlink(missing_ok=True)
+        chain = local_chain(substrate, wallet, cfg.netuid)
+        validator = Validator(
+            _validator_config(cfg, state_dir), chain, wallet, sink=JsonlSink(cfg.out),
+            on_episode=lambda uid, t: self.view.episode_done(uid, t.success if t else None),
+        )  # fmt: skip
+        validator.rotator.adopt(catalog_dir, cfg.seed, cfg.products, epoch=0)
+        try:
+            await validator.start()
+            for r in range(cfg.rounds):
+                episodes = len(validator.pick()) * cfg.tasks_per_round
+                self.view.round_start(r, cfg.rounds, episodes)
+                result = await validator.run_round()
+                self.rounds.append(result)
+                solved = sum(m.successes for m in result.miners)
+                total = sum(m.tasks for m in result.miners)
+                weights = validator.state.last_weight_block
+                self.view.round_end(
+                    f"round {r + 1}: {solved}/{total} episodes solved in {result.duration_s:.1f} s"
+                    f"; {result.archived} trajectories archived; weights set at block {weights}"
+                )
+                chain.advance(cfg.blocks_per_round)
+            rows = await self._leaderboard(validator, substrate)
+        finally:
+            await validator.close()
+        self.view.leaderboard([r.model_dump() for r in rows])
+        report = {
+            "miners": [r.model_dump() for r in rows],
+            "validator": {"uid": VALIDATOR_UID, "hotkey": validator.hotkey},
+            "netuid": cfg.netuid,
+            "catalog": {"directory": str(catalog_dir), "seed": cfg.seed},
+            "rounds": [r.model_dump(exclude={"miners"}) for r in self.rounds],
+            "tasks_per_round": cfg.tasks_per_round,
+            "trajectories": str(cfg.out / TRAJECTORIES_FILE),
+            "duration_s": round(time.monotonic() - started, 1),
+        }
+        (cfg.out / ARENA_JSON).write_text(json.dumps(report, indent=2) + "\n")
+        return report
+
+    async def _leaderboard(self, validator: Any, substrate: Any) -> list[MinerRow]:
+        stored = substrate.stored_weights(self.config.netuid).get(VALIDATOR_UID, {})
+        total = sum(stored.values())
+        rows: list[MinerRow] = []
+        uids = sorted({m.uid for r in self.rounds for m in r.miners})
+        for uid in uids:
+            mine = [m for r in self.rounds for m in r.miners if m.uid == uid]
+            tasks = sum(m.tasks for m in mine)
+            episodes = sum(m.episodes for m in mine)
+            score = validator.state.scores.miners.get(uid)
+            process = sum(m.process * m.episodes for m in mine) / episodes if episodes else 0.0
+            rows.append(
+                MinerRow(
+                    uid=uid, hotkey=mine[-1].hotkey,
+                    policy=self.policies.get(uid) or "?", episodes=episodes,
+                    asr=round(sum(m.successes for m in mine) / tasks, 4) if tasks else 0.0,
+                    process_score=round(process, 4), ema=round(score.ema, 6) if score else 0.0,
+                    weight=round(stored.get(uid, 0) / total, 6) if total else 0.0,
+                )
+            )  # fmt: skip
+        rows = await self._name_external(rows, validator)
+        return sorted(rows, key=lambda r: (-r.ema, -r.weight, r.uid))
+
+    async def _name_external(self, rows: list[MinerRow], validator: Any) -> list[MinerRow]:
+        """Label added miners with the model their signed agent card names."""
+        from template.errors import TransportError
+        from template.transport import MinerEndpoint
+
+        out = []
+        graph = validator.metagraph
+        for row in rows:
+            neuron = graph.by_hotkey(row.hotkey) if graph is not None else None
+            if row.policy == "external" and neuron is not None and neuron.axon:
+                endpoint = MinerEndpoint.from_axon(row.uid, row.hotkey, neuron.axon)
+                try:
+                    card = await validator.client().card(endpoint)
+                    row = row.model_copy(update={"policy": f"external:{card.model}"})
+                except TransportError:
+                    pass  # the miner is gone; "external" says enough
+            out.append(row)
+        return out
+
+    def stop(self) -> None:
+        """Stop the miner processes and remove the temporary wallets."""
+        for proc in self.processes:
+            proc.stop()
+        shutil.rmtree(self._wallets, ignore_errors=True)
+        self.view.close()
+
+
+class _PublicWallet:
+    """A wallet-shaped holder of a public key only (enough for the in-memory chain)."""
+
+    def __init__(self, keypair: Any) -> None:
+        self.name = "external"
+        self.hotkey = self.coldkey = self.coldkeypub = keypair
+
+
+def run_arena(config: ArenaConfig, view: ArenaObserver | None = None) -> dict[str, Any]:
+    """Run a whole subnet on this machine (see the module docstring); the ``arena.json``
+    content. The miner processes are stopped whatever happens."""
+    arena = Arena(config, view)
+    try:
+        return asyncio.run(arena.run())
+    finally:
+        arena.stop()
+
+
+def parse_added(specs: Sequence[str]) -> list[AddedMiner]:
+    """``--add-miner URL=HOTKEY`` values as :class:`AddedMiner` (ArenaError on a bad one)."""
+    return [AddedMiner.parse(s) for s in specs]

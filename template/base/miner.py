@@ -1,0 +1,189 @@
+"""The miner: a shopping agent served to validators over signed HTTP.
+
+The agent is either a model behind an OpenAI-compatible URL (``--agent.base_url``,
+``--agent.model``: e.g. ``vllm serve Qwen/Qwen3-4B``) or a named reference policy
+(``--agent.policy careful``). The miner serves the transport's app (``POST /step``,
+``GET /card``, ``GET /health``) plus ``GET /metrics``, publishes its address on chain with
+``serve`` when it starts, and re-reads the metagraph every ``sync_interval_s`` so that only
+registered validators with a permit and enough stake are served.
+
+In local mode (``--local --local.allow HOTKEY[,HOTKEY]``) there is no chain at all:
+signatures are still verified, and the allow-list replaces the metagraph check, so a miner
+can test its agent (against the local arena, say) before it registers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Response
+
+import shopbench
+from shopbench.agents.base import Policy
+from template.base.config import AgentConfig, MinerConfig
+from template.base.metrics import CONTENT_TYPE_LATEST, MeteredPolicy, MinerMetrics
+from template.base.neuron import NeuronError
+from template.errors import ChainClientError
+from template.protocol import AgentCard
+from template.transport import CallerGate, MinerAppConfig, StandingConfig, bind, create_miner_app
+
+log = logging.getLogger("template.miner")
+UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+def make_agent(config: AgentConfig) -> tuple[Policy, AgentCard]:
+    """The policy `config` names and the agent card that describes it."""
+    from shopbench.agents.registry import check_spec, make_policy
+
+    spec = config.spec()
+    check_spec(spec)
+    if config.policy is not None:
+        policy = make_policy(spec, seed=config.seed)
+        card = AgentCard(model=f"reference/{config.policy}", revision=shopbench.__version__)
+    else:
+        policy = make_policy(
+            spec, temperature=config.temperature, max_tokens=config.max_tokens,
+            request_timeout_s=config.request_timeout_s,
+        )  # fmt: skip
+        card = AgentCard(model=config.model or "unknown", revision=config.revision)
+    return policy, card
+
+
+class Miner:
+    """One miner: its app, its caller gate and, outside local mode, its chain client."""
+
+    def __init__(
+        self,
+        config: MinerConfig,
+        hotkey: str,
+        policy: Policy,
+        card: AgentCard,
+        chain: Any | None = None,
+        metrics: MinerMetrics | None = None,
+    ) -> None:
+        if chain is None and not config.local.enabled:
+            raise NeuronError("a miner outside --local mode needs a chain client")
+        self.config = config
+        self.hotkey = hotkey
+        self.chain = chain
+        self.card = card
+        self.metrics = metrics or MinerMetrics()
+        if config.local.enabled:
+            self.gate = CallerGate.allow(config.local.allow)
+        else:
+            n = config.neuron
+            self.gate = CallerGate(
+                StandingConfig(
+                    min_stake=n.min_stake, require_validator_permit=n.require_validator_permit
+                )
+            )
+        self.policy = MeteredPolicy(policy, self.metrics)
+        self.app = self._app()
+        self.port: int | None = None
+
+    def _app(self) -> FastAPI:
+        n = self.config.neuron
+        app = create_miner_app(
+            self.policy, self.card, self.hotkey, self.gate,
+            MinerAppConfig(max_active=n.max_active, max_waiting=n.max_waiting),
+        )  # fmt: skip
+        self.metrics.watch_refusals(app.state.rejections)
+
+        @app.get("/metrics")
+        async def metrics() -> Response:
+            return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+        return app
+
+    def published_address(self, bound_port: int) -> tuple[str, int]:
+        """The ``(ip, port)`` to publish on chain; NeuronError when no address is known."""
+        axon = self.config.axon
+        ip = axon.external_ip or axon.ip
+        if ip in UNSPECIFIED_HOSTS:
+            raise NeuronError(
+                f"--axon.ip {axon.ip} binds every interface; give --axon.external_ip, the "
+                "address validators reach this miner at"
+            )
+        return ip, axon.external_port or bound_port
+
+    async def sync(self) -> None:
+        """Read the metagraph into the caller gate (a chain error keeps the last one)."""
+        if self.chain is None:
+            return
+        try:
+            graph = await self.chain.metagraph()
+        except ChainClientError as e:
+            log.warning("metagraph not read (%s); the last one still decides", e)
+            return
+        self.gate.update(graph)
+
+    async def _keep_synced(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.neuron.sync_interval_s)
+            await self.sync()
+
+    async def announce(self, bound_port: int) -> None:
+        """Check registration, read the metagraph and publish the address (not in local mode)."""
+        if self.chain is None:
+            return
+        graph = await self.chain.metagraph()
+        if graph.by_hotkey(self.hotkey) is None:
+            raise NeuronError(
+                f"hotkey {self.hotkey} is not registered on netuid {self.config.netuid} "
+                "(register it with `btcli subnets register`, or test with --local)"
+            )
+        self.gate.update(graph)
+        ip, port = self.published_address(bound_port)
+        await self.chain.serve(ip, port)
+        log.info("published %s:%d on chain", ip, port, extra={"ip": ip, "port": port})
+
+    async def serve(self) -> None:
+        """Bind, announce, and serve until SIGINT/SIGTERM."""
+        import uvicorn
+
+        axon = self.config.axon
+        sock = bind(axon.ip, axon.port)
+        self.port = int(sock.getsockname()[1])
+        try:
+            await self.announce(self.port)
+        except BaseException:
+            sock.close()
+            raise
+        server = uvicorn.Server(
+            uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        )
+        syncing = asyncio.create_task(self._keep_synced())
+        log.info(
+            "serving", extra={
+                "event": "serving", "host": axon.ip, "port": self.port, "hotkey": self.hotkey,
+                "local": self.config.local.enabled, "model": self.card.model,
+            },
+        )  # fmt: skip
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            syncing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await syncing
+            sock.close()
+            if self.chain is not None:
+                await self.chain.close()
+
+
+async def run_miner(config: MinerConfig) -> None:
+    """The miner neuron: check the clock, load the wallet and agent, serve."""
+    from template.base.neuron import load_wallet, make_chain, startup_clock_check
+
+    startup_clock_check(config.neuron.clock)
+    wallet = load_wallet(config.wallet)
+    assert config.agent is not None, "MinerConfig requires an agent"
+    policy, card = make_agent(config.agent)
+    chain = None
+    if not config.local.enabled:
+        assert config.netuid is not None, "MinerConfig requires a netuid outside local mode"
+        chain = make_chain(wallet, config.subtensor, config.netuid)
+    miner = Miner(config, wallet.hotkey.ss58_address, policy, card, chain)
+    await miner.serve()

@@ -1,0 +1,142 @@
+"""What both neurons share: structured logs, the wallet, the chain client, the start-up checks.
+
+Logs are one JSON object per line by default (``--logging.format json``): the time, the
+level, the logger, the message, and the event's fields (``round``, ``uid``...), so a log
+shipper can index them; ``text`` is for people at a terminal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from shopbench.errors import ShopbenchError
+from template.base.config import ClockConfig, LoggingConfig, SubtensorConfig, WalletConfig
+
+_RECORD_FIELDS = frozenset(
+    logging.LogRecord("", 0, "", 0, "", None, None).__dict__
+) | {"message", "asctime", "taskName"}
+
+
+class NeuronError(ShopbenchError):
+    """A neuron cannot start: missing wallet, unregistered hotkey, bad address."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: ts, level, logger, msg, and the record's extra fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _RECORD_FIELDS and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["error"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str, ensure_ascii=False)
+
+
+def configure_logging(config: LoggingConfig, stream: TextIO | None = None) -> None:
+    """Send the root logger's records to `stream` (stderr) in the configured format."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    if config.format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+        )
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(config.level)
+    # Per-request access lines would drown the events that matter.
+    for noisy in ("uvicorn.access", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def load_wallet(config: WalletConfig) -> Any:
+    """The ``bittensor.Wallet`` named by `config`; NeuronError naming the missing key file."""
+    import bittensor as bt
+
+    wallet = bt.Wallet(name=config.name, hotkey=config.hotkey, path=config.path)
+    hotkey_file = Path(config.path).expanduser() / config.name / "hotkeys" / config.hotkey
+    if not hotkey_file.exists():
+        raise NeuronError(
+            f"--wallet.name {config.name} --wallet.hotkey {config.hotkey}: no hotkey file at "
+            f"{hotkey_file} (create one with `btcli wallet new-hotkey`, or set --wallet.path)"
+        )
+    try:
+        wallet.hotkey  # noqa: B018 - load it now, so a locked or corrupt key fails at start
+    except Exception as e:  # the SDK raises several types for unreadable key files
+        raise NeuronError(f"{hotkey_file}: cannot load the hotkey ({e})") from None
+    return wallet
+
+
+def make_chain(wallet: Any, subtensor: SubtensorConfig, netuid: int) -> Any:
+    """A :class:`~template.chain.BittensorChain` for `netuid` on the configured network."""
+    from template.chain import BittensorChain, ChainConfig
+
+    return BittensorChain(wallet, ChainConfig(network=subtensor.network, netuid=netuid))
+
+
+def startup_clock_check(config: ClockConfig) -> None:
+    """Refuse to start on a clock that signed requests would not tolerate (ClockError)."""
+    from template.base.clock import check_clock
+
+    check_clock(config.ntp_servers, config.max_offset_s, config.timeout_s)
+
+
+def write_local_wallet(path: Path, name: str, hotkey: str = "default") -> Any:
+    """Create (or overwrite) an unencrypted wallet under `path` whose keys derive from `name`.
+
+    The keys are public (anyone can derive them from the name): for the arena and tests
+    only. Returns the ``bittensor.Wallet``.
+    """
+    import bittensor as bt
+
+    wallet = bt.Wallet(name=name, hotkey=hotkey, path=str(path))
+    for role, regenerate in (
+        ("coldkey", wallet.regenerate_coldkey),
+        ("hotkey", wallet.regenerate_hotkey),
+    ):
+        # The derivation of template.signing.LocalWallet, so both give the same addresses.
+        seed = hashlib.sha256(f"shopbench/local-wallet/{name}/{role}".encode()).hexdigest()
+        regenerate(seed=seed, use_password=False, overwrite=True, suppress=True)
+    return bt.Wallet(name=name, hotkey=hotkey, path=str(path))
+
+
+class Backoff:
+    """Exponential backoff for retried chain writes: `ready` says whether to try now."""
+
+    def __init__(self, first_s: float, max_s: float, clock: Any = time.monotonic) -> None:
+        self.first_s = first_s
+        self.max_s = max_s
+        self._clock = clock
+        self._next = 0.0
+        self.failures = 0
+
+    def ready(self) -> bool:
+        """Whether the wait since the last failure is over."""
+        return self._clock() >= self._next
+
+    def failed(self) -> float:
+        """Record a failure; returns the wait before the next try."""
+        wait = min(self.max_s, self.first_s * 2**self.failures)
+        self.failures += 1
+        self._next = self._clock() + wait
+        return wait
+
+    def succeeded(self) -> None:
+        """Record a success: the next failure waits the first delay again."""
+        self.failures = 0
+        self._next = 0.0

@@ -1,0 +1,295 @@
+"""One validator round: the same tasks for every miner, played, judged, scored and archived.
+
+Every (miner, task) episode runs through :func:`shopbench.trajectory.run_episode` with a
+:class:`~template.transport.RemotePolicy`: the environment and every tool call stay here,
+the miner only answers turns over signed HTTP. Whatever a miner does wrong — time out,
+reset the connection, send garbage, an oversized body or a flood of tool calls — costs it
+that turn or episode with a recorded reason, never the round. Each episode runs within the
+time left to the round, so the round ends on time whatever the miners do; an episode that
+could not even start in time scores 0 (as does every other failure).
+
+When a miner's episodes are all done they are judged (rubric judge, then the miner's
+template penalty for the round), scored, signed and handed to the archive sink; the
+miner's round score is the mean episode score over all the round's tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.env.env import ShoppingEnv
+from shopbench.grading.judge import Judge
+from shopbench.grading.score import with_judgement
+from shopbench.grading.template_penalty import MinHasher, miner_template, penalise, reasoning_of
+from shopbench.signing import Signer
+from shopbench.tasks.model import Task
+from shopbench.trajectory import RunLimits, Trajectory, run_episode
+from template.base.config import ConsensusConfig
+from template.base.metrics import ValidatorMetrics
+from template.base.sink import ArchiveSink, SinkError, sign_trajectory
+from template.errors import TransportError
+from template.transport import MinerClient, MinerEndpoint, RemotePolicy
+
+log = logging.getLogger("template.round")
+ROUND_CUT = "round_deadline"
+"""The failure reason of an episode that could not start before the round's deadline."""
+_TRANSPORT_KINDS = frozenset({"policy_error", "policy_timeout"})
+
+
+class RoundLimits(BaseModel):
+    """How long turns, episodes and the round may take, and how many episodes run at once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn_timeout_s: float = Field(gt=0)
+    episode_timeout_s: float = Field(gt=0)
+    round_timeout_s: float = Field(gt=0)
+    concurrency: int = Field(ge=1)
+
+
+class MinerRound(BaseModel):
+    """One miner's round."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uid: int
+    hotkey: str
+    tasks: int = Field(description="tasks in the round")
+    episodes: int = Field(description="episodes played to the end (a trajectory exists)")
+    successes: int
+    asr: float = Field(description="successes / tasks")
+    process: float = Field(description="mean process (judge) score, after the template penalty")
+    score: float = Field(description="the round score: mean episode score over the tasks")
+    template_factor: float
+    turns: int
+    failures: dict[str, int] = Field(description="failed turns and episodes, by reason")
+    latency_ms_p50: float | None = Field(description="median miner answer time per turn")
+
+
+class RoundResult(BaseModel):
+    """What a round did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    block: int | None
+    epoch: int
+    task_ids: list[str]
+    miners: list[MinerRound]
+    archived: int = Field(description="trajectories acknowledged by the sink")
+    duration_s: float
+
+
+@dataclass
+class RoundContext:
+    """What a round plays with."""
+
+    env: ShoppingEnv
+    client: MinerClient
+    judge: Judge
+    consensus: ConsensusConfig
+    signer: Signer
+    sink: ArchiveSink
+    metrics: ValidatorMetrics
+    limits: RoundLimits
+    on_episode: Callable[[int, Trajectory | None], None] | None = None
+    on_archived: Callable[[Sequence[Trajectory]], None] | None = None
+
+
+def episode_id_of(key: bytes) -> str:
+    """The id the environment gives the episode played with `key` (sent to the miner too)."""
+    return hashlib.sha256(b"shopbench-episode:" + key).hexdigest()[:16]
+
+
+class _Watched:
+    """A remote policy whose transport failures are kept by turn, with their reason."""
+
+    def __init__(self, remote: RemotePolicy) -> None:
+        self.remote = remote
+        self.name = remote.name
+        self.reasons: dict[int, str] = {}
+
+    async def act(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
+    ) -> AssistantMessage:
+        turn = 1 + sum(1 for m in messages if m.role == "assistant")
+        try:
+            return await self.remote.act(messages, tools)
+        except TransportError as e:
+            self.reasons[turn] = e.reason
+            raise
+
+
+def _failures(trajectory: Trajectory, reasons: dict[int, str]) -> Counter[str]:
+    tally: Counter[str] = Counter()
+    for f in trajectory.failures:
+        kind = reasons.get(f.turn, f.kind) if f.kind in _TRANSPORT_KINDS else f.kind
+        tally[kind] += 1
+    return tally
+
+
+async def _play(
+    ctx: RoundContext,
+    endpoint: MinerEndpoint,
+    task: Task,
+    block: int | None,
+    gate: asyncio.Semaphore,
+    deadline: float,
+) -> tuple[Trajectory | None, Counter[str], list[float]]:
+    """One episode; (trajectory, failures by reason, turn latencies in ms)."""
+    async with gate:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, Counter({ROUND_CUT: 1}), []
+        key = secrets.token_bytes(32)
+        cfg = ctx.limits
+        remote = RemotePolicy(
+            ctx.client, endpoint, episode_id_of(key), deadline_s=cfg.turn_timeout_s
+        )
+        policy = _Watched(remote)
+        # The loop's own turn timeout sits past the transport deadline, so a slow miner is
+        # reported by the transport (reason "timeout") rather than cut silently.
+        limits = RunLimits(
+            turn_timeout_s=cfg.turn_timeout_s + 5.0,
+            episode_timeout_s=min(cfg.episode_timeout_s, left),
+        )
+        trajectory = await run_episode(
+            ctx.env, task, policy, limits, key=key,
+            validator_hotkey=ctx.signer.hotkey, miner_uid=endpoint.uid,
+            miner_hotkey=endpoint.hotkey, block=block,
+        )  # fmt: skip
+    return trajectory, _failures(trajectory, policy.reasons), [t.latency_ms for t in remote.turns]
+
+
+async def _judge_and_archive(
+    ctx: RoundContext, uid: int, trajectories: list[Trajectory], hasher: MinHasher
+) -> tuple[list[Trajectory], float, int]:
+    """(scored and signed trajectories, template factor, how many the sink acknowledged)."""
+    consensus = ctx.consensus
+    report = miner_template(
+        str(uid), [(t.task_id, reasoning_of(t)) for t in trajectories], consensus.template, hasher
+    )
+    scored: list[Trajectory] = []
+    for t in trajectories:
+        started = time.perf_counter()
+        verdict = ctx.judge.judge(t)
+        ctx.metrics.judge_seconds.observe(time.perf_counter() - started)
+        verdict = penalise(verdict, report.factor)
+        scored.append(sign_trajectory(with_judgement(t, verdict, consensus.score), ctx.signer))
+        await asyncio.sleep(0)  # let the other miners' turns through between judgements
+    archived = 0
+    try:
+        archived = await ctx.sink.put(scored)
+    except SinkError as e:
+        log.error("archive refused uid %d's trajectories: %s", uid, e)
+    else:
+        ctx.metrics.archived.inc(archived)
+        if ctx.on_archived is not None:
+            ctx.on_archived(scored)
+    return scored, report.factor, archived
+
+
+async def _play_miner(
+    ctx: RoundContext,
+    endpoint: MinerEndpoint,
+    tasks: Sequence[Task],
+    block: int | None,
+    gate: asyncio.Semaphore,
+    deadline: float,
+    hasher: MinHasher,
+) -> tuple[MinerRound, int]:
+    async def one(task: Task) -> tuple[Trajectory | None, Counter[str], list[float]]:
+        out = await _play(ctx, endpoint, task, block, gate, deadline)
+        if ctx.on_episode is not None:
+            ctx.on_episode(endpoint.uid, out[0])
+        return out
+
+    played = await asyncio.gather(*(one(t) for t in tasks))
+    failures: Counter[str] = Counter()
+    latencies: list[float] = []
+    trajectories: list[Trajectory] = []
+    for trajectory, tally, lat in played:
+        failures.update(tally)
+        latencies += lat
+        if trajectory is not None:
+            trajectories.append(trajectory)
+    scored, factor, archived = await _judge_and_archive(ctx, endpoint.uid, trajectories, hasher)
+    _meter(ctx.metrics, scored, failures, latencies)
+    n = len(tasks)
+    result = MinerRound(
+        uid=endpoint.uid,
+        hotkey=endpoint.hotkey,
+        tasks=n,
+        episodes=len(scored),
+        successes=sum(t.success for t in scored),
+        asr=round(sum(t.success for t in scored) / n, 6) if n else 0.0,
+        process=round(statistics.fmean(_process(t) for t in scored), 6) if scored else 0.0,
+        score=round(sum(t.score or 0.0 for t in scored) / n, 6) if n else 0.0,
+        template_factor=factor,
+        turns=sum(t.turns for t in scored),
+        failures=dict(sorted(failures.items())),
+        latency_ms_p50=round(statistics.median(latencies), 3) if latencies else None,
+    )
+    return result, archived
+
+
+def _process(t: Trajectory) -> float:
+    return t.judge.score if t.judge is not None else 0.0
+
+
+def _meter(
+    metrics: ValidatorMetrics, scored: list[Trajectory], failures: Counter[str], lat: list[float]
+) -> None:
+    for t in scored:
+        metrics.episodes.labels("success" if t.success else "failure").inc()
+        metrics.turns.inc(t.turns)
+    for reason, n in failures.items():
+        metrics.failures.labels(reason).inc(n)
+    for ms in lat:
+        metrics.miner_latency.observe(ms / 1000)
+
+
+async def play_round(
+    ctx: RoundContext,
+    index: int,
+    block: int | None,
+    epoch: int,
+    miners: Sequence[MinerEndpoint],
+    tasks: Sequence[Task],
+) -> RoundResult:
+    """Play `tasks` with every miner of `miners`; judge, score, sign and archive.
+
+    Returns within about the round timeout plus one turn, whatever the miners do.
+    """
+    started = time.monotonic()
+    deadline = started + ctx.limits.round_timeout_s
+    gate = asyncio.Semaphore(ctx.limits.concurrency)
+    hasher = MinHasher(ctx.consensus.template.permutations, ctx.consensus.template.seed)
+    outcomes = await asyncio.gather(
+        *(_play_miner(ctx, m, tasks, block, gate, deadline, hasher) for m in miners)
+    )
+    duration = time.monotonic() - started
+    ctx.metrics.rounds.inc()
+    ctx.metrics.round_seconds.set(duration)
+    ctx.metrics.miners.set(len(miners))
+    return RoundResult(
+        index=index,
+        block=block,
+        epoch=epoch,
+        task_ids=[t.id for t in tasks],
+        miners=[r for r, _ in outcomes],
+        archived=sum(a for _, a in outcomes),
+        duration_s=round(duration, 3),
+    )

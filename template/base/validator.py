@@ -1,0 +1,348 @@
+"""The validator's loop: sync, pick miners, draw tasks, play a round, score, set weights, save.
+
+Each round:
+
+1. read the metagraph (on a chain error: keep the last one — scoring never waits on the
+   chain) and reset the EMA of every uid whose hotkey changed;
+2. move the catalog rotation (a due rebuild runs in the background) and publish the
+   catalog commitment when there is something new to commit or reveal;
+3. pick the miners — every serving uid but our own, or a secret sample of them — and draw
+   one task list from the epoch's bank: every miner plays the same tasks;
+4. play, judge, score and archive them (:func:`template.base.round.play_round`);
+5. fold each miner's round score into its EMA;
+6. on the block cadence, turn the EMAs into weights through the release's curve and set
+   them through the ``ChainClient`` (an unreachable or refusing chain is retried with
+   backoff in later rounds);
+7. save the state atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from shopbench.env.env import ShoppingEnv
+from shopbench.grading.judge import make_judge
+from shopbench.signing import Signer
+from shopbench.trajectory import Trajectory
+from template.base.config import ValidatorConfig
+from template.base.metrics import ValidatorMetrics
+from template.base.neuron import Backoff, NeuronError
+from template.base.rotation import CatalogRotator, RotationConfig
+from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
+from template.base.sink import ArchiveSink, JsonlSink
+from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
+from template.base.taskbank import TaskBank, derived_seed
+from template.chain.model import MetagraphView
+from template.errors import ChainClientError
+from template.signing import HotkeySigner
+from template.transport import ClientConfig, MinerClient, MinerEndpoint
+
+log = logging.getLogger("template.validator")
+
+
+def serving(metagraph: MetagraphView, own_hotkey: str) -> list[MinerEndpoint]:
+    """The endpoints of every uid that publishes an address, except `own_hotkey`, by uid."""
+    out: list[MinerEndpoint] = []
+    for n in metagraph.neurons:
+        if n.hotkey == own_hotkey or not n.axon:
+            continue
+        try:
+            endpoint = MinerEndpoint.from_axon(n.uid, n.hotkey, n.axon)
+        except ValueError:
+            log.info("uid %d publishes an unusable address %r", n.uid, n.axon)
+            continue
+        if endpoint.url.endswith(":0") or "//0.0.0.0:" in endpoint.url:
+            continue  # the chain's "not serving" placeholder
+        out.append(endpoint)
+    return out
+
+
+def sample(endpoints: Sequence[MinerEndpoint], k: int, secret: int, round_index: int) -> list[
+    MinerEndpoint
+]:
+    """`k` of `endpoints` chosen by a keyed hash of the round (all when k is 0 or ≥ their
+    count); unpredictable without the secret, the same on a replay."""
+    if k <= 0 or k >= len(endpoints):
+        return list(endpoints)
+
+    def rank(e: MinerEndpoint) -> bytes:
+        msg = f"shopbench/sample/{round_index}/{e.hotkey}".encode()
+        return hmac.new(str(secret).encode(), msg, hashlib.sha256).digest()
+
+    return sorted(sorted(endpoints, key=rank)[:k], key=lambda e: e.uid)
+
+
+class Validator:
+    """A validator over a ``ChainClient``; restores its state from ``FULL_PATH/state.json``.
+
+    `wallet` signs the requests and the trajectories (a ``bittensor.Wallet`` or any
+    wallet-shaped object). The optional arguments replace the defaults for the arena and
+    tests: the archive `sink`, the `metrics`, the catalog builder and seed source of the
+    rotation, and observers of episodes and acknowledged trajectories.
+    """
+
+    def __init__(
+        self,
+        config: ValidatorConfig,
+        chain: Any,
+        wallet: Any,
+        *,
+        sink: ArchiveSink | None = None,
+        metrics: ValidatorMetrics | None = None,
+        rotation_options: dict[str, Any] | None = None,
+        on_episode: Callable[[int, Trajectory | None], None] | None = None,
+        on_archived: Callable[[Sequence[Trajectory]], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.chain = chain
+        self.wallet = wallet
+        self.hotkey: str = wallet.hotkey.ss58_address
+        self.signer: Signer = HotkeySigner.from_wallet(wallet)
+        self.sink = sink or JsonlSink(config.archive_dir)
+        self.metrics = metrics or ValidatorMetrics()
+        self.on_episode = on_episode
+        self.on_archived = on_archived
+        self.state_path = config.state_dir / STATE_FILE
+        self.state = load_state(self.state_path, self.hotkey, config.netuid) or ValidatorState(
+            hotkey=self.hotkey, netuid=config.netuid
+        )
+        n = config.neuron
+        self.rotator = CatalogRotator(
+            self.state.rotation,
+            RotationConfig(
+                root=config.state_dir / "catalogs", products=n.catalog_products,
+                every_epochs=n.catalog_rotation_epochs, workers=n.catalog_workers,
+            ),
+            **(rotation_options or {}),
+        )  # fmt: skip
+        self.judge = make_judge(config.consensus.judge, config.consensus.rubric)
+        self.weights_backoff = Backoff(n.chain_retry_s, n.chain_retry_max_s, clock)
+        self.metagraph: MetagraphView | None = None
+        self.block: int | None = None
+        self.env: ShoppingEnv | None = None
+        self.bank: TaskBank | None = None
+        self._client: MinerClient | None = None
+        self._generation: int | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def epoch_of(self, block: int | None) -> int:
+        """The rotation epoch of `block` (0 before any block is known)."""
+        return (block or 0) // self.config.neuron.epoch_blocks
+
+    async def start(self) -> None:
+        """Read the chain, make sure the catalog is there, open the environment, commit."""
+        await self.sync(required=True)
+        await self.rotator.ensure_current(self.epoch_of(self.block))
+        self._open_catalog()
+        await self.rotator.publish(self.chain)
+        self.save()
+
+    def _open_catalog(self) -> None:
+        gen = self.state.rotation.current
+        assert gen is not None, "ensure_current runs first"
+        if self._generation == gen.index and self.env is not None:
+            return
+        self.env = ShoppingEnv.open(gen.directory)
+        self.bank = TaskBank(
+            self.config.state_dir / "banks", Path(gen.directory), gen.index, gen.seed,
+            self.config.neuron.intents, self.config.neuron.bank_per_intent,
+        )  # fmt: skip
+        self._generation = gen.index
+        log.info("catalog generation %d open", gen.index, extra={"generation": gen.index})
+
+    def client(self) -> MinerClient:
+        """The miner client (made on first use, inside the running event loop)."""
+        if self._client is None:
+            n = self.config.neuron
+            self._client = MinerClient(
+                self.wallet,
+                ClientConfig(turn_deadline_s=n.turn_timeout_s, max_concurrency=n.concurrency),
+            )
+        return self._client
+
+    async def close(self) -> None:
+        """Close the miner connections, the sink and the chain."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        await self.sink.close()
+        await self.chain.close()
+
+    def save(self) -> None:
+        """Save the state atomically."""
+        save_state(self.state, self.state_path)
+
+    # -- chain ----------------------------------------------------------------------------
+
+    async def sync(self, required: bool = False) -> MetagraphView | None:
+        """Read the metagraph; on a chain error keep the last one (unless `required` and
+        there is none yet: then wait and retry until the chain answers)."""
+        delay = self.config.neuron.chain_retry_s
+        while True:
+            try:
+                graph = await self.chain.metagraph()
+            except ChainClientError as e:
+                self.metrics.chain_errors.labels("metagraph").inc()
+                if not required or self.metagraph is not None:
+                    log.warning("metagraph not read (%s); using the last one", e)
+                    return self.metagraph
+                log.warning("chain unreachable at start (%s); retrying in %.0f s", e, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.config.neuron.chain_retry_max_s)
+                continue
+            break
+        if graph.by_hotkey(self.hotkey) is None:
+            message = (
+                f"hotkey {self.hotkey} is not registered on netuid {self.config.netuid} "
+                "(register it with `btcli subnets register`)"
+            )
+            if required:
+                raise NeuronError(message)
+            log.error("%s; scoring goes on, but weights will be refused", message)
+        self.metagraph = graph
+        self.block = graph.block
+        reset = self.state.scores.observe({n.uid: n.hotkey for n in graph.neurons})
+        for uid in reset:
+            log.info("uid %d changed hotkey: its EMA starts again", uid, extra={"uid": uid})
+        return graph
+
+    async def maybe_set_weights(self) -> bool:
+        """Set weights when the cadence and the backoff allow; True when they were set."""
+        block = self.block
+        if block is None or self.metagraph is None:
+            return False
+        last = self.state.last_weight_block
+        if last is not None and block - last < self.config.neuron.weights_interval_blocks:
+            return False
+        if not self.weights_backoff.ready():
+            return False
+        consensus = self.config.consensus
+        uids = [n.uid for n in self.metagraph.neurons if n.hotkey != self.hotkey]
+        weights = consensus.curve.weights(self.state.scores.emas(uids))
+        if not weights:
+            log.info("no miner has a score yet: no weights set")
+            return False
+        try:
+            receipt = await self.chain.set_weights(weights, version_key=consensus.spec_version)
+        except ChainClientError as e:
+            wait = self.weights_backoff.failed()
+            self.metrics.weights_set.labels("error").inc()
+            self.metrics.chain_errors.labels("set_weights").inc()
+            log.warning("weights not set (%s); next try in %.0f s or later", e, wait)
+            return False
+        self.weights_backoff.succeeded()
+        self.state.last_weight_block = receipt.block if receipt.block is not None else block
+        self.state.last_weights = weights
+        self.metrics.weights_set.labels("ok").inc()
+        log.info(
+            "weights set (%s) for %d uids at block %s", receipt.mode, len(weights),
+            self.state.last_weight_block, extra={"block": self.state.last_weight_block},
+        )  # fmt: skip
+        return True
+
+    # -- rounds ---------------------------------------------------------------------------
+
+    def pick(self) -> list[MinerEndpoint]:
+        """The miners of the next round."""
+        if self.metagraph is None:
+            return []
+        gen = self.state.rotation.current
+        secret = derived_seed(gen.seed, "shopbench/miners") if gen is not None else 0
+        return sample(
+            serving(self.metagraph, self.hotkey), self.config.neuron.sample_size,
+            secret, self.state.round,
+        )  # fmt: skip
+
+    async def run_round(self) -> RoundResult:
+        """Play one round (see the module docstring) and save the state."""
+        await self.sync()
+        epoch = self.epoch_of(self.block)
+        if await self.rotator.step(epoch):
+            self._open_catalog()
+        await self.rotator.publish(self.chain)
+        assert self.env is not None and self.bank is not None, "start() runs first"
+        n = self.config.neuron
+        tasks = await asyncio.to_thread(self.bank.draw, epoch, self.state.round, n.tasks_per_round)
+        miners = self.pick()
+        ctx = RoundContext(
+            env=self.env, client=self.client(), judge=self.judge,
+            consensus=self.config.consensus, signer=self.signer, sink=self.sink,
+            metrics=self.metrics,
+            limits=RoundLimits(
+                turn_timeout_s=n.turn_timeout_s, episode_timeout_s=n.episode_timeout_s,
+                round_timeout_s=n.round_timeout_s, concurrency=n.concurrency,
+            ),
+            on_episode=self.on_episode, on_archived=self.on_archived,
+        )  # fmt: skip
+        log.info(
+            "round %d: %d miners x %d tasks (epoch %d)", self.state.round, len(miners),
+            len(tasks), epoch, extra={"round": self.state.round, "epoch": epoch},
+        )  # fmt: skip
+        result = await play_round(ctx, self.state.round, self.block, epoch, miners, tasks)
+        alpha = self.config.consensus.ema_alpha
+        for m in result.miners:
+            self.state.scores.update(m.uid, m.hotkey, m.score, alpha, m.episodes)
+        self.state.round += 1
+        await self.maybe_set_weights()
+        self.save()
+        log.info(
+            "round %d done in %.1f s: %d trajectories archived", result.index,
+            result.duration_s, result.archived,
+            extra={"round": result.index, "archived": result.archived},
+        )  # fmt: skip
+        return result
+
+    async def run(self, rounds: int | None = None, stop: asyncio.Event | None = None) -> None:
+        """Start, then play rounds (`rounds` of them, or until `stop` is set)."""
+        stop = stop or asyncio.Event()
+        await self.start()
+        done = 0
+        while (rounds is None or done < rounds) and not stop.is_set():
+            began = time.monotonic()
+            await self.run_round()
+            done += 1
+            wait = self.config.neuron.min_round_interval_s - (time.monotonic() - began)
+            if wait > 0 and (rounds is None or done < rounds):
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                except TimeoutError:
+                    pass
+
+
+async def run_validator(config: ValidatorConfig) -> None:
+    """The validator neuron: check the clock, load the wallet, serve metrics, loop until
+    SIGINT/SIGTERM (the round in flight is abandoned; the state of the last one is saved)."""
+    import signal
+
+    from template.base.neuron import load_wallet, make_chain, startup_clock_check
+
+    startup_clock_check(config.neuron.clock)
+    wallet = load_wallet(config.wallet)
+    chain = make_chain(wallet, config.subtensor, config.netuid)
+    validator = Validator(config, chain, wallet)
+    if config.neuron.metrics_port:
+        validator.metrics.serve(config.neuron.metrics_port, config.neuron.metrics_host)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    runner = asyncio.create_task(validator.run(stop=stop))
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if runner.done():
+            runner.result()  # re-raise a fatal error
+    finally:
+        for task in (runner, stopper):
+            task.cancel()
+        await asyncio.gather(runner, stopper, return_exceptions=True)
+        await validator.close()
