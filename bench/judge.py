@@ -4,8 +4,8 @@ Plays `episodes` real episodes through ``run_episode`` — every reference polic
 (honest, lazy and cheating ones, so the mix of short and long trajectories is realistic) —
 on tasks from a file or, without one, on product tasks drawn from the catalog's own
 products. Then judges them round after round for at least `seconds` of CPU time and
-reports throughput against CPU time (one core: the judge is single-threaded) and against
-wall time (which other load on the machine inflates).
+reports throughput against CPU time (one core: the judge is single-threaded), against wall
+time (which other load on the machine inflates), and for the fastest pass.
 """
 
 from __future__ import annotations
@@ -75,10 +75,13 @@ def run(
     judge = RubricJudge()
     judge.judge(trajectories[0])  # warm the caches and the regexes once
     judged = 0
+    rounds: list[float] = []  # CPU seconds of each pass over all trajectories
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.process_time() - cpu0 < seconds:
+        start = time.process_time()
         for t in trajectories:
             judge.judge(t)
+        rounds.append(time.process_time() - start)
         judged += len(trajectories)
     cpu = time.process_time() - cpu0
     wall = time.perf_counter() - wall0
@@ -89,6 +92,8 @@ def run(
         "judged": judged,
         "trajectories_per_s_cpu": judged / cpu if cpu else 0.0,
         "trajectories_per_s_wall": judged / wall if wall else 0.0,
+        # The fastest pass: what one core does when other load on the machine lets it.
+        "trajectories_per_s_best_pass": len(trajectories) / min(rounds) if min(rounds) else 0.0,
         "mean_turns": sum(t.turns for t in trajectories) / len(trajectories),
         "mean_record_kb": sum(sizes) / len(sizes) / 1024,
         "max_record_kb": max(sizes) / 1024,

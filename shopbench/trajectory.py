@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
@@ -609,11 +608,3 @@ def _tool_log(episode: Episode) -> list[ToolLogEntry]:
         for r in episode.log
     ]
 
-
-def policy_failures(trajectories: Sequence[Trajectory]) -> dict[str, int]:
-    """Failures over trajectories by kind (policy errors, timeouts, bad replies...)."""
-    counts: dict[str, int] = {}
-    for t in trajectories:
-        for f in t.failures:
-            counts[f.kind] = counts.get(f.kind, 0) + 1
-    return counts

@@ -104,7 +104,7 @@ class Server:
             if model == "flaky" and len(seen) == 1:
                 return Response('{"error": "overloaded"}', status_code=503)
             if model == "slow":
-                await asyncio.sleep(3)
+                await asyncio.sleep(1.5)
             if model == "badrequest":
                 return Response('{"error": "context too long"}', status_code=400)
             if model == "badargs":
@@ -129,7 +129,9 @@ def server() -> Iterator[tuple[Server, str]]:
     fake = Server()
     sock = _free_socket()
     port = sock.getsockname()[1]
-    config = uvicorn.Config(fake.app, log_level="error", lifespan="off")
+    config = uvicorn.Config(
+        fake.app, log_level="error", lifespan="off", timeout_graceful_shutdown=1
+    )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -255,7 +255,7 @@ def test_reference_policies_are_deterministic_and_stateless(
     assert [t.messages for t in other_seed] != [t.messages for t in again]  # wording varies
     # Resuming kept scripts is only a shortcut: replaying every turn plays the same episode.
     class Replaying(CarefulPolicy):
-        def _resume(self, messages: list[Any], turn: int) -> None:
+        def _resume(self, messages: list[Any], tools: list[Any]) -> None:
             return None
 
     replayed = play_all(env, tasks[:4], Replaying(seed=5))
@@ -266,6 +266,17 @@ def test_reference_policies_are_deterministic_and_stateless(
     step = asyncio.run(CarefulPolicy(seed=5).act(t.messages[:cut], t.tools))
     assert step.tool_calls == t.messages[cut].tool_calls
     assert step.reasoning_content == t.messages[cut].reasoning_content
+
+
+def test_careful_keeps_to_the_turn_budget_the_system_prompt_states(
+    catalog: Any, tasks: list[Task]
+) -> None:
+    from shopbench.env import EpisodeLimits
+
+    tight = ShoppingEnv(catalog, EpisodeLimits(max_turns=7))
+    for t in play_all(tight, tasks, CarefulPolicy(seed=5)):
+        assert t.termination.value == "terminated" and t.turns <= 7
+        assert [e.name for e in t.tool_log][-1] == "terminate"
 
 
 def test_trial_and_error_fails_first_then_recovers(runs: dict[str, list[Trajectory]]) -> None:

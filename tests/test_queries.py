@@ -205,6 +205,7 @@ def test_attribute_labels_drop_marketplace_prefixes() -> None:
     assert attribute_label("fa_pattern") == "pattern"
     assert attribute_label("type_of_inks") == "inks"
     assert attribute_label("m_") == "m"
+    assert attribute_label("country_origin_hb") == "country of origin"
 
 
 # --- the optional paraphraser, against a real HTTP server speaking the chat API -------------

@@ -24,9 +24,9 @@ from judge_agents import (
 
 from shopbench.env.env import ShoppingEnv
 from shopbench.grading.injection import VARIANTS, inject
-from shopbench.grading.judge import JudgeError, Verdict, make_judge
+from shopbench.grading.judge import Judge, JudgeError, Verdict, make_judge
 from shopbench.grading.rubric import RubricJudge, load_rubric
-from shopbench.grading.score import with_judgement
+from shopbench.grading.score import DEFAULT_FORMULA, with_judgement
 from shopbench.trajectory import Trajectory
 
 GATES = [
@@ -224,8 +224,9 @@ def test_verdicts_are_deterministic_and_round_trip(
     stored = with_judgement(t, v)
     back = Trajectory.model_validate_json(stored.model_dump_json())
     assert back == stored and back.judge is not None
-    assert Verdict.from_record(back.judge.model_dump(exclude={"score_formula"})) == v
+    assert Verdict.from_record(back.judge) == v
     assert back.judge.model_dump()["score_formula"] == "sn15-partial/1"
+    assert back.score == DEFAULT_FORMULA.score(t.success, v.score, t.outcome.mean_rule) == 1.0
 
 
 def test_rubric_files_are_checked(tmp_path: Path) -> None:
@@ -253,4 +254,5 @@ def test_rubric_files_are_checked(tmp_path: Path) -> None:
         assert str(path) in str(err.value)
     with pytest.raises(JudgeError, match="allowed: rubric"):
         make_judge("llm")
-    assert make_judge("rubric").id == "rubric"
+    j = make_judge("rubric")
+    assert isinstance(j, Judge) and (j.id, j.version) == ("rubric", "1")

@@ -48,6 +48,7 @@ class TextReader:
             float(whole.replace(",", "") + frac) for whole, frac in NUMBER.findall(fold(query))
         ]
         self._query_sorted = sorted(self.query_numbers)
+        self._value_in_query: dict[str, bool] = {}
         self.percents = [float(p) for p in _PERCENT.findall(query)]
         n = rules.title_ngram
         qw = words(query)
@@ -64,8 +65,7 @@ class TextReader:
         if not text.strip():
             return []
         folded = fold(text)
-        spans = [(m.group(0), m.end()) for m in WORD.finditer(folded)]
-        tw = [w for w, _ in spans]
+        tw = WORD.findall(folded)
         for m in ID.finditer(text):
             token = m.group(0)
             if token in know.products or token in know.shops:
@@ -74,7 +74,7 @@ class TextReader:
                     turn.mentioned.add(token)
             else:
                 turn.ids_fabricated.add(token)
-        self._titles(turn, folded, spans, know)
+        self._titles(turn, folded, tw, know)
         self._prices(turn, folded, know)
         if know.values:
             present = set(tw)
@@ -83,7 +83,7 @@ class TextReader:
                 for v in know.values[first]:
                     if not joined:
                         joined = " " + " ".join(tw) + " "
-                    if f" {v} " in joined and not all(w in self.query_words for w in v.split()):
+                    if f" {v} " in joined and not self._requested(v):
                         turn.attributes_cited += 1
         for needles, pattern in self.rules.judge_patterns:
             if not any(x in folded for x in needles):
@@ -95,9 +95,16 @@ class TextReader:
                     turn.judge_directed.append(said[:80])
         return tw
 
-    def _titles(
-        self, turn: TurnFacts, folded: str, spans: list[tuple[str, int]], know: Knowledge
-    ) -> None:
+    def _requested(self, value: str) -> bool:
+        """Whether every word of an attribute value is in the request (cached per value)."""
+        known = self._value_in_query.get(value)
+        if known is None:
+            known = self._value_in_query[value] = all(
+                w in self.query_words for w in value.split()
+            )
+        return known
+
+    def _titles(self, turn: TurnFacts, folded: str, tw: list[str], know: Knowledge) -> None:
         """The shown products the text names by title.
 
         Each maximal run of title grams narrows the candidates to the products whose titles
@@ -107,8 +114,8 @@ class TextReader:
         request proves nothing.
         """
         n = self.rules.title_ngram
-        tw = [w for w, _ in spans]
         grams = list(zip(*(tw[i:] for i in range(n)), strict=False))
+        ends: list[int] = []  # character offset after each word, computed when first needed
         i = 0
         while i < len(grams):
             owners = know.grams.get(grams[i])
@@ -124,7 +131,9 @@ class TextReader:
                 j += 1
             parroted = all(g in self.query_grams for g in grams[i:j])
             if len(candidates) > 1 or parroted:
-                after = folded[spans[j + n - 2][1] : spans[j + n - 2][1] + 40]
+                if not ends:
+                    ends = [m.end() for m in WORD.finditer(folded)]
+                after = folded[ends[j + n - 2] : ends[j + n - 2] + 40]
                 quoted = [float(a.replace(",", "") + b) for a, b in NUMBER.findall(after)]
                 priced = {
                     t for t in candidates

@@ -22,7 +22,7 @@ from typing import Any
 
 from shopbench.grading.claims import TextReader
 from shopbench.grading.facts import CallFacts, Evidence, EvidenceRules, Shown, TurnFacts
-from shopbench.grading.grounding import STOP_WORDS, ground_search, knows, words
+from shopbench.grading.grounding import content_words, ground_search, knows
 from shopbench.grading.knowledge import Knowledge, observe, title_words
 from shopbench.grading.record import MAX_TEXT_CHARS, JudgedRecord, read_record, turn_text
 from shopbench.trajectory import ToolLogEntry, Trajectory
@@ -48,7 +48,7 @@ def _args(entry_args: dict[str, Any] | str) -> dict[str, Any]:
 
 def _on_target(q: str, hits: list[str], know: Knowledge) -> bool:
     """Whether the best hit's title covers at least half of the search's content words."""
-    wanted = {w for w in words(q) if w not in STOP_WORDS}
+    wanted = set(content_words(q))
     if not wanted or not hits:
         return False
     need = (len(wanted) + 1) // 2
@@ -74,7 +74,7 @@ def _match_call(
     if not turn.has_text:
         return False if call.name != "terminate" else None
     if call.name in ("find_product", "web_search"):
-        wanted = {w for w in words(str(call.arguments.get("q", ""))) if w not in STOP_WORDS}
+        wanted = set(content_words(str(call.arguments.get("q", ""))))
         if wanted and sum(knows(text_words, w) for w in wanted) >= min(2, len(wanted)):
             return True
         if claims & text_words and not any(
@@ -136,8 +136,8 @@ def extract(
     reader = TextReader(record.query, rules)
     sources = (reader.query_words, know)
     secret = frozenset(
-        w for text in record.secrets for w in words(text)
-        if w not in STOP_WORDS and w not in rules.grounding.common
+        w for text in record.secrets for w in content_words(text)
+        if w not in rules.grounding.common
         and not knows(reader.query_words, w)
     )
     turns: list[TurnFacts] = []

@@ -29,6 +29,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,6 +63,13 @@ def fold(text: str) -> str:
 def words(text: str) -> list[str]:
     """The words of `text`, folded, in order (stop words included)."""
     return WORD.findall(fold(text))
+
+
+@lru_cache(maxsize=65536)
+def content_words(text: str) -> tuple[str, ...]:
+    """The words of `text` that are not stop words, in order (cached: a search's words are
+    read by several checks, and the same requests and titles recur across a round)."""
+    return tuple(w for w in words(text) if w not in STOP_WORDS)
 
 
 def variants(word: str) -> tuple[str, ...]:
@@ -147,7 +155,7 @@ def ground_search(
     """
     query = str(arguments.get("q", ""))
     sources = list(known)
-    content = [w for w in words(query) if w not in STOP_WORDS]
+    content = list(content_words(query))
     unknown: list[str] = []
     runs: list[str] = []
     run: list[str] = []

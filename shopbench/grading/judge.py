@@ -76,9 +76,10 @@ class Verdict(JudgeVerdict):
 
     @classmethod
     def from_record(cls, record: JudgeVerdict | Mapping[str, Any]) -> Verdict:
-        """Read back a verdict stored in a trajectory (ValidationError if it is not one)."""
+        """Read back a verdict stored in a trajectory; fields added beside it (such as the
+        score formula's id) are left out. ValidationError if it is not a verdict."""
         data = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
-        return cls.model_validate(data)
+        return cls.model_validate({k: v for k, v in data.items() if k in cls.model_fields})
 
     def criterion(self, name: str) -> CriterionResult | None:
         """The result of the criterion called `name`, or None if the rubric has none."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -89,8 +90,8 @@ class Knowledge:
 
 @lru_cache(maxsize=65536)
 def title_words(title: str) -> tuple[str, ...]:
-    """The words of a title (cached)."""
-    # Cached: the same titles come back in every episode of a round.
+    """The words of a title (cached: the same titles come back in every episode of a
+    round)."""
     return tuple(words(title))
 
 
@@ -107,14 +108,14 @@ def near(ordered: list[float], value: float, tolerance: float) -> bool:
 
 
 def _float(x: Any) -> float | None:
+    """A finite number, or None."""
     if isinstance(x, bool):
         return None
-    if isinstance(x, int | float):
-        return float(x)
     try:
-        return float(str(x))
-    except ValueError:
+        value = float(x) if isinstance(x, int | float) else float(str(x))
+    except (ValueError, OverflowError):
         return None
+    return value if math.isfinite(value) else None
 
 
 def _json_list(text: str) -> list[dict[str, Any]]:
@@ -156,15 +157,20 @@ def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
 
 def _values(details: dict[str, Any]) -> tuple[str, ...]:
     """The folded attribute and SKU option values of a product's details."""
-    out: set[str] = set()
+    raw: list[str] = []
     attrs = details.get("attributes")
     if isinstance(attrs, dict):
         for vs in attrs.values():
-            for v in vs if isinstance(vs, list) else [vs]:
-                out.add(" ".join(words(str(v))))
+            raw.extend(str(v) for v in (vs if isinstance(vs, list) else [vs]))
     skus = details.get("sku_options")
     if isinstance(skus, dict):
         for option in skus.values():
             if isinstance(option, dict):
-                out.update(" ".join(words(str(v))) for v in option.values())
-    return tuple(v for v in out if len(v) >= 3)
+                raw.extend(str(v) for v in option.values())
+    return tuple({v for v in map(_value_text, raw) if len(v) >= 3})
+
+
+@lru_cache(maxsize=65536)
+def _value_text(value: str) -> str:
+    # Cached: a catalog has few distinct attribute values.
+    return " ".join(words(value))

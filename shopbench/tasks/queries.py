@@ -157,8 +157,15 @@ LABEL_PREFIXES: tuple[str, ...] = ("fa_", "m_", "type_of_", "types_of_")
 """Marketplace key prefixes a label leaves out (``fa_pattern`` reads ``pattern``)."""
 
 
+LABEL_OVERRIDES: dict[str, str] = {"country_origin_hb": "country of origin"}
+"""Keys whose label is not derived from the key's words."""
+
+
 def attribute_label(key: str) -> str:
-    """How a query names an attribute or SKU key: known prefixes dropped, ``_`` as spaces."""
+    """How a query names an attribute or SKU key: an override, or the key with a known prefix
+    dropped and ``_`` as spaces."""
+    if key in LABEL_OVERRIDES:
+        return LABEL_OVERRIDES[key]
     for prefix in LABEL_PREFIXES:
         if key.startswith(prefix) and len(key) > len(prefix):
             key = key[len(prefix) :]

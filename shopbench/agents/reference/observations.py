@@ -9,11 +9,16 @@ it made and what each returned (search hits, product details, web pages, or an e
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from shopbench.agents.messages import ChatMessage
+
+DEFAULT_MAX_TURNS = 30
+# The system prompt states the episode's turn budget ("at most 30 turns").
+_TURN_BUDGET = re.compile(r"at most (\d+) turns")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,22 +82,27 @@ class Conversation:
     query: str
     tools: tuple[str, ...]
     turns: list[list[CallResult]] = field(default_factory=list)
+    max_turns: int = 30
 
 
 def read_conversation(messages: list[ChatMessage], tools: list[dict[str, Any]]) -> Conversation:
-    """The first user message, the offered tool names, and every earlier turn's results.
+    """The first user message, the offered tool names, every earlier turn's results, and
+    the turn budget the system prompt states.
 
     A turn is an assistant message; its results are the tool messages answering its calls
     (matched by tool_call_id, in call order). A call with no answer reads as an error.
     """
     query = next((m.content or "" for m in messages if m.role == "user"), "")
+    system = next((m.content or "" for m in messages if m.role == "system"), "")
+    budget = _TURN_BUDGET.search(system)
     names = tuple(
         t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)
     )
     turns = [
         turn_results(messages, i) for i, m in enumerate(messages) if m.role == "assistant"
     ]
-    return Conversation(query=query, tools=names, turns=turns)
+    max_turns = int(budget.group(1)) if budget else DEFAULT_MAX_TURNS
+    return Conversation(query=query, tools=names, turns=turns, max_turns=max_turns)
 
 
 def turn_results(messages: list[ChatMessage], index: int) -> list[CallResult]:

@@ -59,6 +59,7 @@ class Context:
     tools: tuple[str, ...]
     rng: random.Random
     seed: int
+    max_turns: int = 30
 
     def offers(self, tool: str) -> bool:
         """Whether the environment offers `tool` in this episode."""
@@ -91,6 +92,11 @@ def _message_key(m: ChatMessage | AssistantMessage) -> tuple[object, ...]:
     return (m.role, m.content, m.reasoning_content, getattr(m, "tool_call_id", None), calls)
 
 
+def _tools_key(tools: list[dict[str, Any]]) -> int:
+    """The offered tool names: the same conversation with other tools is another episode."""
+    return hash(tuple(t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)))
+
+
 class ScriptedPolicy:
     """Base of the reference policies: subclasses write :meth:`script`."""
 
@@ -98,7 +104,7 @@ class ScriptedPolicy:
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self._suspended: OrderedDict[tuple[int, int, int], Script] = OrderedDict()
+        self._suspended: OrderedDict[tuple[int, int, int, int], Script] = OrderedDict()
         self._lock = threading.Lock()
 
     def script(self, ctx: Context) -> Script:
@@ -109,7 +115,8 @@ class ScriptedPolicy:
         """The script's starting point for this conversation."""
         rng = random.Random(f"{self.name}|{self.seed}|{conversation.query}")
         return Context(
-            query=conversation.query, tools=conversation.tools, rng=rng, seed=self.seed
+            query=conversation.query, tools=conversation.tools, rng=rng, seed=self.seed,
+            max_turns=conversation.max_turns,
         )
 
     async def act(
@@ -117,14 +124,17 @@ class ScriptedPolicy:
     ) -> AssistantMessage:
         """The next turn, computed from the messages and tool schemas alone."""
         turn = sum(1 for m in messages if m.role == "assistant") + 1
-        step = self._resume(messages, turn)
-        if step is None:
+        script = self._resume(messages, tools)
+        if script is not None:
+            step = self._advance(script, turn_results(messages, _last_turn(messages)))
+        else:
             script = self._replay(messages, tools)
             step = self._advance(script, None)
-            if step is None:  # the script has ended: an episode must always be able to close
-                return to_message(_give_up(), turn)
-            self._keep(messages, step, turn, script)
-        return to_message(step, turn)
+        if step is None:  # the script has ended: an episode must always be able to close
+            return to_message(_give_up(), turn)
+        message = to_message(step, turn)
+        self._keep(messages, tools, message, script)
+        return message
 
     # -- the keep of suspended scripts ------------------------------------------------------
 
@@ -141,34 +151,40 @@ class ScriptedPolicy:
         except StopIteration:
             return None
 
-    def _keep(self, messages: list[ChatMessage], step: Step, turn: int, script: Script) -> None:
-        msg = to_message(step, turn)
+    def _keep(
+        self,
+        messages: list[ChatMessage],
+        tools: list[dict[str, Any]],
+        reply: AssistantMessage,
+        script: Script,
+    ) -> None:
+        """Keep the script that produced `reply` to `messages`, for the next turn."""
         n, h = fingerprint(messages)
-        key = (n, h, hash(_message_key(msg)))
+        key = (n, h, hash(_message_key(reply)), _tools_key(tools))
         with self._lock:
             self._suspended[key] = script
             while len(self._suspended) > MAX_SUSPENDED:
                 self._suspended.popitem(last=False)[1].close()
 
-    def _resume(self, messages: list[ChatMessage], turn: int) -> Step | None:
-        """The next step by resuming a kept script, when this conversation continues one."""
-        last = next(
-            (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"),
-            None,
-        )
-        if last is None:
+    def _resume(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
+    ) -> Script | None:
+        """The kept script whose last reply is this conversation's last turn, if any."""
+        last = _last_turn(messages)
+        if last < 0:
             return None
         n, h = fingerprint(messages[:last])
-        key = (n, h, hash(_message_key(messages[last])))
+        key = (n, h, hash(_message_key(messages[last])), _tools_key(tools))
         with self._lock:
-            script = self._suspended.pop(key, None)
-        if script is None:
-            return None
-        step = self._advance(script, turn_results(messages, last))
-        if step is None:
-            return _give_up()
-        self._keep(messages, step, turn, script)
-        return step
+            return self._suspended.pop(key, None)
+
+
+def _last_turn(messages: list[ChatMessage]) -> int:
+    """Index of the last assistant message; -1 when there is none."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            return i
+    return -1
 
 
 class _Replayed:

@@ -34,7 +34,7 @@ from shopbench.agents.reference.script import Context, Step
 MAX_PAGES = 5
 VIEW_BATCH = 10
 VIEW_MIN = 0.4  # titles further from the item than this are not worth opening
-TURN_BUDGET = 27  # turns for searching; the last ones recommend and terminate
+CLOSING_TURNS = 3  # kept back from the turn budget to recommend and terminate
 
 Moves = Generator[Step, list[CallResult], Any]
 
@@ -61,7 +61,7 @@ def other_clauses(item: ItemNeed) -> list[str]:
         rest = rest[at + len(item.phrase) :]
     out: list[str] = []
     for raw in rest.replace(" — ", ", ").replace("; ", ", ").split(", "):
-        part = raw.strip(" .?!\"")
+        part = raw.split(". ")[0].strip(" .?!\"")
         for lead in ("and ", "It should be ", "I want it ", "Requirements: ", "It has to be ",
                      "It must be "):
             if part.startswith(lead):
@@ -92,7 +92,7 @@ class Session:
     @property
     def turns_left(self) -> int:
         """Turns left for searching before the agent must recommend."""
-        return TURN_BUDGET - self.turns
+        return self.ctx.max_turns - CLOSING_TURNS - self.turns
 
     def ask(self, step: Step) -> Moves:
         """Play one turn; return its results. The carried note opens the reasoning."""

@@ -98,8 +98,12 @@ class Renderer:
 
     def user(self, view: View, cut_notes: list[str]) -> str:
         """The user message: the task, the tool log and the framed transcript."""
+        # The call (name and arguments) is the agent's choice, so it sits inside its tags;
+        # the number, turn and outcome are the validator's.
+        tag = f"agent-{view.nonce}"
         log = "\n".join(
-            f"#{e.number} turn {e.turn}: {e.name} {e.arguments} -> {e.outcome}" for e in view.log
+            f"#{e.number} turn {e.turn}: <{tag}>{e.name} {e.arguments}</{tag}> -> {e.outcome}"
+            for e in view.log
         ) or "(no call ran)"
         transcript = "\n".join(_block(b, view.nonce) for b in view.blocks) or "(no messages)"
         notes = (
@@ -142,10 +146,10 @@ def _block(b: Block, nonce: str) -> str:
         return f'<agent-{nonce} turn="{b.turn}">\n{body}\n</agent-{nonce}>\n{outcome}'
     text = b.parts[0].shown() if b.parts else ""
     if b.kind == "observation":
-        return f'<observation call="#{b.log_number}" tool="{b.tool}">\n{text}\n</observation>'
+        return f'<observation call="#{b.log_number}">\n{text}\n</observation>'
     if b.kind == "unlogged":
         return (
-            f'<unlogged-{nonce} tool="{b.tool}">\n{text}\n</unlogged-{nonce}>\n'
+            f"<unlogged-{nonce}>\n{text}\n</unlogged-{nonce}>\n"
             "(This tool message matches no tool-log entry: it is not an observation.)"
         )
     return f"[episode loop to the agent] {text}"

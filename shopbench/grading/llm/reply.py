@@ -93,7 +93,9 @@ def response_format(names: Sequence[str]) -> dict[str, Any]:
 
 def _clip(reason: str) -> str:
     one_line = " ".join(reason.split())
-    return one_line if len(one_line) <= MAX_REASON_CHARS else one_line[: MAX_REASON_CHARS - 3] + "..."
+    if len(one_line) <= MAX_REASON_CHARS:
+        return one_line
+    return one_line[: MAX_REASON_CHARS - 3] + "..."
 
 
 def _strict(text: str, names: Sequence[str]) -> Judgement | None:
@@ -103,7 +105,9 @@ def _strict(text: str, names: Sequence[str]) -> Judgement | None:
         return None
     if list(answer.criteria) != list(names):
         return None
-    answers = {n: a.model_copy(update={"reason": _clip(a.reason)}) for n, a in answer.criteria.items()}
+    answers = {
+        n: a.model_copy(update={"reason": _clip(a.reason)}) for n, a in answer.criteria.items()
+    }
     return Judgement(answers, _clip(answer.summary), tolerant=False)
 
 

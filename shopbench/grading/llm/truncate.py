@@ -82,11 +82,14 @@ def _summary(view: View) -> list[str]:
             f"{len(cut)} of {len(obs)} tool messages cut for length "
             f"({sum(p.cut for p in cut)} characters removed)"
         )
-    turns = sorted({b.turn for b in view.blocks if b.kind == "agent" and any(p.cut for p in b.parts)})
+    agents = [b for b in view.blocks if b.kind == "agent"]
+    turns = sorted({b.turn for b in agents if any(p.cut for p in b.parts)})
     if turns:
-        removed = sum(p.cut for b in view.blocks if b.kind == "agent" for p in b.parts)
+        removed = sum(p.cut for b in agents for p in b.parts)
         listed = ", ".join(str(t) for t in turns)
-        notes.append(f"agent text of turn(s) {listed} cut for length ({removed} characters removed)")
+        notes.append(
+            f"agent text of turn(s) {listed} cut for length ({removed} characters removed)"
+        )
     return notes
 
 
@@ -95,7 +98,9 @@ def fit(view: View, budget: int, measure: Measure, bytes_per_token: float) -> li
     (empty when nothing was). Raises ``JudgeUnavailable("too_long")`` when it cannot fit."""
     if measure(view) <= budget:
         return []
-    observations = [p for b in view.blocks if b.kind in ("observation", "unlogged") for p in b.parts]
+    observations = [
+        p for b in view.blocks if b.kind in ("observation", "unlogged") for p in b.parts
+    ]
     agents = [b for b in view.blocks if b.kind == "agent"]
     early, last = agents[:-1], agents[-1:]
 

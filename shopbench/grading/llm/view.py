@@ -82,7 +82,6 @@ class Block:
     turn: int
     parts: list[Part]
     log_number: int | None = None  # observations: the tool-log entry they answer
-    tool: str = ""  # observations and unlogged messages: the tool's name
     calls: list[tuple[str, str, int | None]] = field(default_factory=list)
     # agent turns: (tool name, arguments text, tool-log number or None when it did not run)
 
@@ -155,7 +154,8 @@ def build_view(record: JudgedRecord, intent: str) -> View:
     digest = content_hash(record, intent)
     log = [
         LogLine(
-            number=i + 1, turn=e.turn, name=tool_name(e.name), arguments=arguments_text(e.arguments),
+            number=i + 1, turn=e.turn, name=tool_name(e.name),
+            arguments=arguments_text(e.arguments),
             outcome="ok" if e.error is None else f"error: {e.error}",
         )
         for i, e in enumerate(record.tool_log)
@@ -195,9 +195,9 @@ def build_view(record: JudgedRecord, intent: str) -> View:
         li = bound.get(mi)
         text = defang(m.content or "")
         if li is None:
-            blocks.append(Block("unlogged", turn, [Part("text", text)], tool=tool_name(m.name)))
+            blocks.append(Block("unlogged", turn, [Part("text", text)]))
         else:
             blocks.append(Block("observation", record.tool_log[li].turn, [Part("text", text)],
-                                log_number=li + 1, tool=tool_name(record.tool_log[li].name)))
+                                log_number=li + 1))
     return View(intent=intent, query=record.query, log=log, blocks=blocks,
                 content_hash=digest, nonce=digest[:12])
