@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.catalog.layout import read_manifest
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.model import Intent
+from shopbench.tasks.satisfy import SATISFY_WINDOW
 from shopbench.tasks.stats import task_stats
 
 
@@ -32,6 +33,9 @@ class TaskBenchConfig(BaseModel):
     )
     workers: int = Field(default=2, ge=1, description="worker processes")
     seed: int = Field(default=0, description="sampling seed")
+    window: int = Field(
+        default=SATISFY_WINDOW, ge=50, description="search results examined per slot"
+    )
 
 
 class TaskBenchResult(BaseModel):
@@ -39,6 +43,7 @@ class TaskBenchResult(BaseModel):
 
     products: int
     workers: int
+    window: int
     requested: int
     produced: int
     per_intent: dict[str, int]
@@ -53,7 +58,8 @@ def run(cfg: TaskBenchConfig) -> TaskBenchResult:
     """Build the tasks once and time it."""
     manifest = read_manifest(cfg.catalog)
     build = BuildConfig(
-        catalog=cfg.catalog, intents=cfg.intents, n=cfg.n, seed=cfg.seed, workers=cfg.workers
+        catalog=cfg.catalog, intents=cfg.intents, n=cfg.n, seed=cfg.seed, workers=cfg.workers,
+        satisfy_window=cfg.window,
     )
     t0 = time.perf_counter()
     result = build_tasks(build)
@@ -64,6 +70,7 @@ def run(cfg: TaskBenchConfig) -> TaskBenchResult:
     return TaskBenchResult(
         products=manifest.n_products,
         workers=cfg.workers,
+        window=cfg.window,
         requested=cfg.n * len(cfg.intents),
         produced=produced,
         per_intent={r.intent: r.produced for r in result.reports},

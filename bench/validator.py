@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import select
 import subprocess
@@ -133,9 +134,22 @@ async def _round(ctx: Any, endpoints: list[Any], tasks: list[Any], index: int) -
     return result, time.perf_counter() - started
 
 
+def _cpu_ms(pids: list[int]) -> float:
+    """CPU time (user + system, ms) used so far by processes `pids`; -1 where /proc is absent."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return -1.0
+        total += (int(fields[11]) + int(fields[12])) * 1000 / tick
+    return total
+
+
 async def _measure(
     env: Any, tasks: list[Any], endpoints: list[Any], wallet: Any, sink_dir: Path,
-    concurrency: int, episodes: int,
+    concurrency: int, episodes: int, miner_pids: list[int],
 ) -> dict[str, Any]:  # fmt: skip
     from shopbench.grading.judge import make_judge
     from template.base.config import ConsensusConfig
@@ -161,11 +175,14 @@ async def _measure(
         await _round(context(concurrency), endpoints, tasks[:1], 0)  # connections, warm caches
         per_miner = -(-episodes // len(endpoints))
         chosen = [tasks[i % len(tasks)] for i in range(per_miner)]
+        cpu = _cpu_ms(miner_pids)
+        own = time.process_time()
         result, wall = await _round(context(concurrency), endpoints, chosen, 1)
+        own_ms = (time.process_time() - own) * 1000
+        miners_ms = _cpu_ms(miner_pids) - cpu if cpu >= 0 else -1.0
         turns = sum(m.turns for m in result.miners)
         kept.clear()
-        serial = chosen[: max(4, min(len(tasks), 8))]
-        one, serial_wall = await _round(context(1), endpoints[:1], serial, 2)
+        one, serial_wall = await _round(context(1), endpoints[:1], tasks[:8], 2)
     played = list(kept)
     spent = sum(t.timings.total_ms for t in played)
     after_ms = max(0.0, serial_wall * 1000 - spent) / max(1, len(played))  # judge, sign, sink
@@ -184,6 +201,10 @@ async def _measure(
         "serial_turns": len(overheads),
         "serial_failures": _merge(m.failures for m in one.miners),
         "wall_s": round(wall, 2),
+        # CPU per turn, which the machine's other load does not change much: the validator
+        # is one process (its CPU bounds turns/s), the miners share the other cores.
+        "validator_cpu_ms_per_turn": round(own_ms / turns, 2) if turns else 0.0,
+        "miner_cpu_ms_per_turn": round(miners_ms / turns, 2) if turns and miners_ms >= 0 else None,
     }
 
 
@@ -230,7 +251,16 @@ def run(
                 for i, n in enumerate(names)
             ]  # fmt: skip
             out = asyncio.run(
-                _measure(env, tasks, endpoints, validator, root / "sink", concurrency, episodes)
+                _measure(
+                    env,
+                    tasks,
+                    endpoints,
+                    validator,
+                    root / "sink",
+                    concurrency,
+                    episodes,
+                    [proc.pid for proc, _ in started],
+                )
             )
     finally:
         for proc, _ in started:

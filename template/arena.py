@@ -102,7 +102,9 @@ class AddedMiner(BaseModel):
         try:
             ip = socket.gethostbyname(parts.hostname)
         except OSError as e:
-            raise ArenaError(f"--add-miner {self.url}: cannot resolve {parts.hostname} ({e})") from None
+            raise ArenaError(
+                f"--add-miner {self.url}: cannot resolve {parts.hostname} ({e})"
+            ) from None
         return ip, parts.port
 
 
@@ -270,10 +272,11 @@ class Arena:
         started = time.monotonic()
         cfg.out.mkdir(parents=True, exist_ok=True)
         validator_wallet = LocalWallet.derive(VALIDATOR)
+        given = _catalog(cfg, self.view) if cfg.catalog is not None else None  # check it first
         self.view.stage(f"starting {cfg.miners} miners (logs in {cfg.out / 'logs'})")
         self._start_miners(validator_wallet.hotkey_ss58)
-        # The catalog builds while the miner processes start: both take a while.
-        catalog_dir = await asyncio.to_thread(_catalog, cfg, self.view)
+        # A catalog builds while the miner processes start: both take a while.
+        catalog_dir = given or await asyncio.to_thread(_catalog, cfg, self.view)
         await asyncio.to_thread(wait_all_ready, self.processes)
         substrate, local_chain = self._chain()
         await self._publish(substrate, local_chain)

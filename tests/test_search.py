@@ -127,6 +127,19 @@ def test_a_query_without_searchable_words_lists_top_sellers(index: SearchIndex, 
     assert ids(index.search(q, shop_id="14")) == ["110", "109", "108"]
 
 
+def test_terms_in_most_of_a_large_catalog_are_left_out_of_longer_queries(
+    index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shopbench.search import ranking
+
+    # "tee" is in 60 of the 70 products; a catalog this small keeps it in every query...
+    assert {h.product_id for h in index.search("tee wireless", window=1000)} >= {"200", "101"}
+    # ...a large one (here: any size) keeps it only when it is the query's only word.
+    monkeypatch.setattr(ranking, "COMMON_MIN_DOCS", 0)
+    assert set(ids(index.search("tee wireless"))) == {"101", "102", "104", "105", "106", "107"}
+    assert len(index.search("tee", window=1000)) == 60
+
+
 def test_words_in_no_product_find_nothing(index: SearchIndex) -> None:
     assert index.search("zeppelin") == []
     assert index.search("日本語") == []

@@ -241,7 +241,7 @@ def test_a_uid_taken_over_by_a_new_hotkey_starts_from_zero(
         async def go() -> tuple[Any, Any]:
             await validator.start()
             try:
-                r1 = await validator.run_round()
+                await validator.run_round()
                 before = validator.state.scores.miners[uid_a].model_copy()
                 validator.chain = second.chain()
                 r2 = await validator.run_round()
@@ -331,18 +331,19 @@ def test_an_unreachable_chain_delays_weights_with_backoff_and_scoring_goes_on(
         try:
             rounds = [await validator.run_round()]
             first_block = validator.state.last_weight_block
-            subnet.substrate.advance(20)
+            assert first_block is not None
             subnet.substrate.fail_next(1_000)  # the chain drops every call from here on
-            rounds.append(await validator.run_round())
-            assert validator.state.last_weight_block == first_block  # not set, not fatal
-            rounds.append(await validator.run_round())  # still within the backoff: no try
+            now[0] += 13 * 12.0  # about 13 blocks later: weights are due again
+            rounds.append(await validator.run_round())  # tried, failed: backing off
+            assert validator.state.last_weight_block == first_block
+            rounds.append(await validator.run_round())  # within the backoff: not tried
             subnet.substrate.fail_next(0)
-            rounds.append(await validator.run_round())  # back, but the backoff holds
+            subnet.substrate.advance(20)
+            rounds.append(await validator.run_round())  # the chain is back; backoff holds
             assert validator.state.last_weight_block == first_block
             now[0] += validator.config.neuron.chain_retry_s + 1
             rounds.append(await validator.run_round())
-            assert validator.state.last_weight_block is not None
-            assert validator.state.last_weight_block > (first_block or 0)
+            assert validator.state.last_weight_block > first_block
             return rounds
         finally:
             await validator.close()
@@ -508,3 +509,32 @@ def test_an_unanswered_clock_check_warns_and_starts(caplog: pytest.LogCaptureFix
         silent.close()
     assert report.offset_s is None and report.errors
     assert "clock not verified" in caplog.text
+
+
+def test_a_round_ends_on_time_and_cuts_what_could_not_start(
+    catalog_dir: Path, tmp_path: Path
+) -> None:
+    hanging = BackgroundServer(raw_app(b"{}", delay_s=30)).start()
+    subnet = Subnet()
+    uid = subnet.add_miner(LocalWallet.derive("test-hostile-timeout"), hanging.url)
+    validator = make_validator(
+        subnet, tmp_path, catalog_dir, turn_timeout_s=1.0, round_timeout_s=1.5, concurrency=1
+    )
+
+    async def go() -> Any:
+        await validator.start()
+        try:
+            return await validator.run_round()
+        finally:
+            await validator.close()
+
+    try:
+        result = asyncio.run(go())
+    finally:
+        hanging.stop(grace_s=0.1)
+    (m,) = result.miners
+    assert m.uid == uid and m.tasks == 4 and m.score == 0.0
+    assert m.failures.get("timeout", 0) >= 1  # the first episode waited out its turn
+    assert m.failures.get("round_deadline", 0) >= 1  # the last could not start in time
+    assert sum(m.failures.values()) == 4
+    assert m.episodes == 4 - m.failures["round_deadline"]

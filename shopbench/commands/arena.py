@@ -23,7 +23,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             50_000, "--products", min=500, help="catalog size (built once, then reused)"
         ),
         add_miner: list[str] = typer.Option(
-            [], "--add-miner", help="URL=HOTKEY of a miner you run yourself, e.g. a local-mode "
+            [],
+            "--add-miner",
+            help="URL=HOTKEY of a miner you run yourself, e.g. a local-mode "
             "miner in front of your model (repeatable); it must allow the arena validator's "
             "hotkey (--print-hotkey)",
         ),  # fmt: skip
@@ -33,7 +35,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),
         seed: int = typer.Option(1, "--seed", help="catalog seed (public: the arena is a demo)"),
         policies: str | None = typer.Option(
-            None, "--policies", help="comma-separated reference policies, cycled over the "
+            None,
+            "--policies",
+            help="comma-separated reference policies, cycled over the "
             "miners (default: careful,greedy,narrator,random,trial_and_error,"
             "narrator_quoting,guesser,careful_terse)",
         ),  # fmt: skip

@@ -33,6 +33,11 @@ Scored = tuple[float, tantivy.DocAddress]
 Ranked = tuple[float, int]
 """A hit of the window: (score, rank); the rank names the product's row (fields.row_of)."""
 
+COMMON_SHARE = 0.5
+COMMON_MIN_DOCS = 100_000
+"""A query term found in more than COMMON_SHARE of the products, and in more than
+COMMON_MIN_DOCS of them, is left out when the query has others (see text_query)."""
+
 TIE_FETCH = 400
 """A tie at the window's cut is decided by rank when the tied documents all fall within the
 best TIE_FETCH hits."""
@@ -101,14 +106,30 @@ class Filters:
         return keep
 
 
-def text_query(schema: tantivy.Schema, terms: Sequence[str]) -> tantivy.Query:
-    """BM25 OR of every term over every text field."""
+def text_query(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str]
+) -> tantivy.Query:
+    """BM25 OR of every term over every text field, less the terms too common to rank.
+
+    A (field, term) found in more than :data:`COMMON_SHARE` of the products — a value nearly
+    every product shares, such as a country of origin — weighs less than ln 2 in BM25 yet
+    makes the engine score most of the catalog, so on a large catalog (more than
+    :data:`COMMON_MIN_DOCS` such products) it is left out whenever the query has another
+    term. Pairs that occur nowhere are left out too.
+    """
+    cutoff = max(COMMON_SHARE * searcher.num_docs, COMMON_MIN_DOCS)
+    pairs = []
+    for t in terms:
+        for f in F.TEXT_FIELDS:
+            df = searcher.doc_freq(f, t)
+            if df:
+                pairs.append((df, f, t))
+    if any(df <= cutoff for df, _, _ in pairs):
+        pairs = [p for p in pairs if p[0] <= cutoff]
+    if not pairs:
+        return tantivy.Query.empty_query()
     return tantivy.Query.boolean_query(
-        [
-            (tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t))
-            for t in terms
-            for f in F.TEXT_FIELDS
-        ]
+        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t)) for _, f, t in pairs]
     )
 
 
@@ -117,7 +138,7 @@ def top_window(
     window: int,
 ) -> list[Ranked]:
     """The `window` best matches of `terms` passing `filters`, best first (see module doc)."""
-    query = text_query(schema, terms)
+    query = text_query(searcher, schema, terms)
     if filters and filters.shop_id is None:
         got = _post_filtered(searcher, query, filters, window)
         if got is not None:

@@ -17,6 +17,7 @@ from shopbench.catalog.schema import Product
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import PriceBound, Slot
 from shopbench.tasks.queries import SlotText, product_phrase, write_product
+from shopbench.tasks.satisfy import slot_pairs
 
 
 class ConstraintOdds(BaseModel):
@@ -111,13 +112,6 @@ def derive_slot(
 
 def _option_order(key: str) -> tuple[int, str]:
     return (int(key), key) if key.isdigit() else (1 << 30, key)
-
-
-def slot_pairs(slot: Slot) -> list[tuple[str, str]]:
-    """The (key, value) pairs a slot asks for: SKU option first, then attributes."""
-    pairs = [(k, v) for option in slot.sku_options or [] for k, v in option.items()]
-    pairs += [(k, v) for a in slot.attributes or [] for k, vs in a.items() for v in vs]
-    return pairs
 
 
 def slot_text(slot: Slot, target: Product, *, drop: str = "") -> SlotText:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.catalog.schema import Product
 from shopbench.catalog.store import Catalog
 from shopbench.errors import TaskError
-from shopbench.grading.outcome import DEFAULT_MATCHER, grade
+from shopbench.grading.outcome import grade
 from shopbench.search.filters import WINDOW
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
@@ -214,7 +214,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
         if not any(h.product_id == slot.product_id for h in hits[:WINDOW]):
             return Rejection(reason="a target is not in the top 50 for its own words")
         ids = satisfying_set(
-            index, task, i, matcher=DEFAULT_MATCHER, window=cfg.satisfy_window,
+            index, task, i, window=cfg.satisfy_window,
             allow=ctx.listable, hits=hits,
         )  # fmt: skip
         if not ids:

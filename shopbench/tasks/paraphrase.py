@@ -19,9 +19,9 @@ from importlib import resources
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.tasks.gen_product import slot_pairs
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
+from shopbench.tasks.satisfy import slot_pairs
 
 _SERVICE_NAMES = {
     "official": re.compile(r"official store|lazmall", re.I),

@@ -2,7 +2,7 @@
 
 Scanning a million products per task is out of reach at generation speed, and a product no
 search can reach cannot be recommended either. So a slot's satisfying set is defined as the
-products that pass the real grader among the top ``window`` (default 200) search results for
+products that pass the real grader among the top ``window`` (default 100) search results for
 the slot's product phrase (the words the query names the item with, :func:`search_phrase`)
 under the slot's own filters (price bound, services) — the search whose top 50 proves the
 target findable. Products whose
@@ -33,7 +33,7 @@ from shopbench.search.index import SearchHit, SearchIndex
 from shopbench.tasks.model import Slot, Task
 from shopbench.tasks.queries import product_phrase
 
-SATISFY_WINDOW = 200
+SATISFY_WINDOW = 100
 """Search results examined per slot."""
 
 Allow = Callable[[Product], bool]
@@ -50,6 +50,24 @@ _MAY_VANISH = frozenset(
     | {w for p in NOISE_PHRASES for w in p.split()}
     | {"pcs", "pc", "piece", "pieces", "pack", "packs", "pk", "set", "sets", "pair", "pairs"}
 )
+
+
+@lru_cache(maxsize=1 << 18)
+def cached_title_tokens(title: str) -> frozenset[str]:
+    """``title_tokens``, memoised: a candidate's title is compared with many targets."""
+    return title_tokens(title)
+
+
+class CachedLexicalMatcher(LexicalTitleMatcher):
+    """The default lexical matcher with memoised tokens: the same verdicts, much faster when
+    the same titles are compared again and again, as satisfying-set searches do."""
+
+    def similarity(self, candidate: str, target: str) -> float:
+        """Dice coefficient of the two titles' content-word sets (as the parent computes)."""
+        a, b = cached_title_tokens(candidate), cached_title_tokens(target)
+        if not a or not b:
+            return super().similarity(candidate, target)
+        return 2 * len(a & b) / (len(a) + len(b))
 
 
 @lru_cache(maxsize=1 << 18)
@@ -83,9 +101,9 @@ class TitleScreen:
     """
 
     def __init__(self, matcher: TitleMatcher, targets: list[str], *, knowledge: bool) -> None:
-        self._active = type(matcher) is LexicalTitleMatcher
+        self._active = type(matcher) in (LexicalTitleMatcher, CachedLexicalMatcher)
         self._threshold = matcher.knowledge_threshold if knowledge else matcher.threshold
-        self._targets = [title_tokens(x) for x in targets]
+        self._targets = [cached_title_tokens(x) for x in targets]
 
     def may_match(self, title: str) -> bool:
         """False only when `title` certainly matches none of the target titles."""
@@ -107,13 +125,31 @@ class TitleScreen:
         """Whether `title` matches a target title (True for matchers without a shortcut)."""
         if not self._active:
             return True
-        a = title_tokens(title)
+        a = cached_title_tokens(title)
         for b in self._targets:
             if not a or not b:
                 return True  # titles without words: the grader compares the raw text
             if 2 * len(a & b) / (len(a) + len(b)) >= self._threshold:
                 return True
         return False
+
+
+def slot_pairs(slot: Slot) -> list[tuple[str, str]]:
+    """The (key, value) pairs a slot asks for: SKU options first, then attributes."""
+    pairs = [(k, v) for option in slot.sku_options or [] for k, v in option.items()]
+    pairs += [(k, v) for a in slot.attributes or [] for k, vs in a.items() for v in vs]
+    return pairs
+
+
+def may_have_pairs(product: Product, pairs: list[tuple[str, str]]) -> bool:
+    """A necessary condition for the slot's pairs: each is among the product's attributes or
+    in one of its SKU options (the grader then needs them all in one option)."""
+    for k, v in pairs:
+        if v in product.attributes.get(k, ()):
+            continue
+        if not any(option.get(k) == v for option in product.sku_options.values()):
+            return False
+    return True
 
 
 def slot_price_range(slot: Slot) -> PriceRange | None | bool:
@@ -142,6 +178,13 @@ def slot_passes(
     if task.intent == "knowledge":
         return grade(task, [product], m).success
     return grade_slot(task.reward[i], product, m, index=i).rule_score >= 1.0
+
+
+def _memoised(matcher: TitleMatcher) -> TitleMatcher:
+    """The same matcher with memoised tokens, when it is the plain lexical one."""
+    if type(matcher) is LexicalTitleMatcher:
+        return CachedLexicalMatcher(matcher.threshold, matcher.knowledge_threshold)
+    return matcher
 
 
 def search_phrase(task: Task, i: int) -> str:
@@ -182,17 +225,21 @@ def satisfying_set(
     products a task may not list (they still satisfy the slot, but e.g. belong to the
     held-out split).
     """
-    m = matcher or DEFAULT_MATCHER
+    m = _memoised(matcher or DEFAULT_MATCHER)
     slot = task.reward[i]
     knowledge = task.intent == "knowledge"
     if hits is None:
         hits = slot_search(index, task, i, window)
     screen = TitleScreen(m, slot.title, knowledge=knowledge)
     titled = [h.product_id for h in hits if screen.may_match(h.title) and screen.matches(h.title)]
+    wanted = [] if knowledge else slot_pairs(slot)
     ids = [
         p.product_id
         for p in index.get(titled)
-        if p is not None and slot_passes(task, i, p, m) and (allow is None or allow(p))
+        if p is not None
+        and may_have_pairs(p, wanted)
+        and slot_passes(task, i, p, m)
+        and (allow is None or allow(p))
     ]
     target = slot.product_id
     if target is not None and target not in ids:

@@ -86,9 +86,7 @@ def measure(servers: Sequence[str], timeout_s: float = 2.0) -> ClockReport:
     return ClockReport(offset_s=None, server=None, errors=errors)
 
 
-def check_clock(
-    servers: Sequence[str], max_offset_s: float, timeout_s: float = 2.0
-) -> ClockReport:
+def check_clock(servers: Sequence[str], max_offset_s: float, timeout_s: float = 2.0) -> ClockReport:
     """Measure the clock; ClockError when it is off by more than `max_offset_s`.
 
     An unmeasurable clock is logged as a warning, not refused.

@@ -135,16 +135,12 @@ class ValidatorNeuronConfig(_Section):
     bank_per_intent: int = Field(
         default=32, ge=1, description="tasks generated per intent and epoch to draw rounds from"
     )
-    sample_size: int = Field(
-        default=0, ge=0, description="miners per round (0: every serving uid)"
-    )
+    sample_size: int = Field(default=0, ge=0, description="miners per round (0: every serving uid)")
     concurrency: int = Field(default=64, ge=1, description="episodes played at once")
     turn_timeout_s: float = Field(
         default=60.0, gt=0, le=600, description="time a miner has to answer one turn"
     )
-    episode_timeout_s: float = Field(
-        default=600.0, gt=0, description="time budget of one episode"
-    )
+    episode_timeout_s: float = Field(default=600.0, gt=0, description="time budget of one episode")
     round_timeout_s: float = Field(
         default=1800.0, gt=0, description="a round's episodes still running after this are cut"
     )

@@ -18,9 +18,11 @@ from typing import Any, TextIO
 from shopbench.errors import ShopbenchError
 from template.base.config import ClockConfig, LoggingConfig, SubtensorConfig, WalletConfig
 
-_RECORD_FIELDS = frozenset(
-    logging.LogRecord("", 0, "", 0, "", None, None).__dict__
-) | {"message", "asctime", "taskName"}
+_RECORD_FIELDS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
 
 
 class NeuronError(ShopbenchError):
@@ -51,9 +53,7 @@ def configure_logging(config: LoggingConfig, stream: TextIO | None = None) -> No
     if config.format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-        )
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -169,7 +169,8 @@ def read_file(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"--config {p}: not valid {p.suffix.lstrip('.') or 'TOML'}: {e}") from None
+        kind = "JSON" if p.suffix == ".json" else "TOML"
+        raise ConfigError(f"--config {p}: not valid {kind}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"--config {p}: the top level must be a table of settings")
     return data
@@ -263,9 +264,7 @@ def validate(
         first = e.errors(include_url=False)[0]
         loc = tuple(str(p) for p in first["loc"])
         sources = sources or {}
-        where = next(
-            (sources[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in sources), None
-        )
+        where = next((sources[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in sources), None)
         if where is None:
             flag = next((o.flag for o in opts or [] if o.path == loc), None)
             where = flag or ".".join(loc) or model.__name__

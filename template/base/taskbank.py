@@ -54,7 +54,8 @@ class TaskBank:
 
     def _path(self, epoch: int) -> Path:
         intents = "-".join(self.intents)
-        return self.directory / f"bank-g{self.generation}-e{epoch}-{intents}-{self.per_intent}.jsonl"
+        name = f"bank-g{self.generation}-e{epoch}-{intents}-{self.per_intent}.jsonl"
+        return self.directory / name
 
     def bank(self, epoch: int) -> list[Task]:
         """The epoch's bank: read from its cache file, else generated and cached.

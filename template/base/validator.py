@@ -19,6 +19,7 @@ Each round:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -45,6 +46,8 @@ from template.signing import HotkeySigner
 from template.transport import ClientConfig, MinerClient, MinerEndpoint
 
 log = logging.getLogger("template.validator")
+BLOCK_TIME_S = 12.0
+"""Seconds per block, to estimate the head while the chain cannot be read."""
 
 
 def serving(metagraph: MetagraphView, own_hotkey: str) -> list[MinerEndpoint]:
@@ -64,9 +67,9 @@ def serving(metagraph: MetagraphView, own_hotkey: str) -> list[MinerEndpoint]:
     return out
 
 
-def sample(endpoints: Sequence[MinerEndpoint], k: int, secret: int, round_index: int) -> list[
-    MinerEndpoint
-]:
+def sample(
+    endpoints: Sequence[MinerEndpoint], k: int, secret: int, round_index: int
+) -> list[MinerEndpoint]:
     """`k` of `endpoints` chosen by a keyed hash of the round (all when k is 0 or ≥ their
     count); unpredictable without the secret, the same on a replay."""
     if k <= 0 or k >= len(endpoints):
@@ -127,6 +130,8 @@ class Validator:
         self.weights_backoff = Backoff(n.chain_retry_s, n.chain_retry_max_s, clock)
         self.metagraph: MetagraphView | None = None
         self.block: int | None = None
+        self._clock = clock
+        self._block_read: tuple[int, float] | None = None  # (block, clock) of the last read
         self.env: ShoppingEnv | None = None
         self.bank: TaskBank | None = None
         self._client: MinerClient | None = None
@@ -194,6 +199,7 @@ class Validator:
                 self.metrics.chain_errors.labels("metagraph").inc()
                 if not required or self.metagraph is not None:
                     log.warning("metagraph not read (%s); using the last one", e)
+                    self._estimate_block()
                     return self.metagraph
                 log.warning("chain unreachable at start (%s); retrying in %.0f s", e, delay)
                 await asyncio.sleep(delay)
@@ -210,10 +216,18 @@ class Validator:
             log.error("%s; scoring goes on, but weights will be refused", message)
         self.metagraph = graph
         self.block = graph.block
+        self._block_read = (graph.block, self._clock())
         reset = self.state.scores.observe({n.uid: n.hotkey for n in graph.neurons})
         for uid in reset:
             log.info("uid %d changed hotkey: its EMA starts again", uid, extra={"uid": uid})
         return graph
+
+    def _estimate_block(self) -> None:
+        """Move the head on by the time passed since the last read: weights fall due (and
+        are tried, and backed off) by time while the chain cannot be read."""
+        if self._block_read is not None:
+            block, at = self._block_read
+            self.block = block + int((self._clock() - at) / BLOCK_TIME_S)
 
     async def maybe_set_weights(self) -> bool:
         """Set weights when the cadence and the backoff allow; True when they were set."""
@@ -312,10 +326,8 @@ class Validator:
             done += 1
             wait = self.config.neuron.min_round_interval_s - (time.monotonic() - began)
             if wait > 0 and (rounds is None or done < rounds):
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)
-                except TimeoutError:
-                    pass
 
 
 async def run_validator(config: ValidatorConfig) -> None:

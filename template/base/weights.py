@@ -39,9 +39,7 @@ class WeightCurve(BaseModel):
         Uids with a score ≤ 0 get nothing. Without any positive score the whole weight is
         the burn (``{}`` when there is no burn: nothing worth setting).
         """
-        powered = {
-            uid: max(0.0, float(s)) ** self.exponent for uid, s in sorted(scores.items())
-        }
+        powered = {uid: max(0.0, float(s)) ** self.exponent for uid, s in sorted(scores.items())}
         total = sum(powered.values())
         out: dict[int, float] = {}
         if total > 0:

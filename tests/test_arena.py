@@ -1,0 +1,118 @@
+"""`shopbench arena`: a local chain, miner processes, the real validator, a leaderboard."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from shopbench.commands import arena as arena_command
+from template.arena import AddedMiner, ArenaError, validator_hotkey
+from template.base.neuron import write_local_wallet
+from template.base.sink import read_trajectories, verify_trajectory
+from template.signing import HotkeyVerifier
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli() -> typer.Typer:
+    app = typer.Typer()
+    bench = typer.Typer()
+    app.add_typer(bench, name="bench")
+    arena_command.register(app, bench)
+    return app
+
+
+@pytest.fixture(scope="module")
+def added_miner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A local-mode miner started by hand, allowing the arena validator: (URL, hotkey)."""
+    tmp = tmp_path_factory.mktemp("added")
+    wallet = write_local_wallet(tmp / "wallets", "my-miner")
+    log = tmp / "miner.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "neurons" / "miner.py"), "--local", "--local.allow",
+             validator_hotkey(), "--wallet.path", str(tmp / "wallets"), "--wallet.name",
+             "my-miner", "--axon.ip", "127.0.0.1", "--axon.port", "0", "--agent.policy",
+             "careful", "--neuron.clock.ntp_servers", ""],
+            stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
+    port = None
+    for _ in range(600):
+        lines = [x for x in log.read_text().splitlines() if '"serving"' in x]
+        if lines:
+            port = json.loads(lines[0])["port"]
+            break
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.1)
+    assert port is not None, log.read_text()
+    yield f"http://127.0.0.1:{port}", wallet.hotkey.ss58_address
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
+    added_miner: tuple[str, str], catalog_dir: Path, tmp_path: Path
+) -> None:
+    url, hotkey = added_miner
+    out = tmp_path / "arena"
+    result = CliRunner().invoke(
+        cli(),
+        ["arena", "--catalog", str(catalog_dir), "--seed", "7", "--miners", "3",
+         "--policies", "careful,guesser,random", "--rounds", "2", "--tasks", "4",
+         "--out", str(out), "--add-miner", f"{url}={hotkey}"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "leaderboard" in result.output
+    report = json.loads((out / "arena.json").read_text())
+    rows = report["miners"]
+    assert [set(r) for r in rows] == [
+        {"uid", "hotkey", "policy", "episodes", "asr", "process_score", "ema", "weight"}
+    ] * 4
+    by_policy = {r["policy"]: r for r in rows}
+    assert set(by_policy) == {"careful", "guesser", "random", "external:reference/careful"}
+    assert all(r["episodes"] == 8 for r in rows)
+    # The careful miners lead; the guesser and the random agent trail.
+    assert {rows[0]["policy"], rows[1]["policy"]} == {"careful", "external:reference/careful"}
+    assert {rows[2]["policy"], rows[3]["policy"]} == {"guesser", "random"}
+    assert by_policy["careful"]["asr"] > 0.5 and by_policy["guesser"]["asr"] == 0.0
+    assert sum(r["weight"] for r in rows) == pytest.approx(1.0, abs=1e-3)
+    assert rows[0]["weight"] > rows[-1]["weight"]
+    assert by_policy["external:reference/careful"]["hotkey"] == hotkey
+    trajectories = list(read_trajectories(out / "trajectories.jsonl"))
+    assert len(trajectories) == 2 * 4 * 4
+    assert all(verify_trajectory(t, HotkeyVerifier()) for t in trajectories)
+    assert {t.miner_hotkey for t in trajectories} == {r["hotkey"] for r in rows}
+    assert [r["index"] for r in report["rounds"]] == [0, 1]
+    # Each miner ran as its own process and logged as one.
+    assert len(list((out / "logs").glob("miner-uid*.log"))) == 3
+
+
+def test_print_hotkey_names_the_validator_a_local_miner_must_allow() -> None:
+    result = CliRunner().invoke(cli(), ["arena", "--print-hotkey"])
+    assert result.exit_code == 0
+    assert result.output.strip() == validator_hotkey()
+
+
+def test_bad_arena_options_are_refused_with_the_reason(tmp_path: Path) -> None:
+    with pytest.raises(ArenaError, match="expected URL=HOTKEY"):
+        AddedMiner.parse("http://127.0.0.1:8091")
+    with pytest.raises(ArenaError, match="http://HOST:PORT"):
+        AddedMiner.parse("ftp://x=" + "5" * 48)
+    result = CliRunner().invoke(cli(), ["arena", "--policies", "careful,offline",
+                                        "--out", str(tmp_path)])  # fmt: skip
+    assert isinstance(result.exception, ArenaError)
+    assert "unknown policy 'offline'" in str(result.exception)
+    wrong_seed = CliRunner().invoke(
+        cli(), ["arena", "--catalog", str(tmp_path), "--out", str(tmp_path / "o"), "--miners", "0"]
+    )
+    assert isinstance(wrong_seed.exception, ArenaError)
