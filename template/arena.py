@@ -18,24 +18,25 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shopbench.catalog.layout import read_manifest, seed_hash
-from shopbench.errors import CatalogError
+from shopbench.errors import CatalogError, ShopbenchError
 from shopbench.tasks.model import INTENTS
+from template.arena_config import (
+    DEFAULT_POLICIES,
+    AddedMiner,
+    ArenaConfig,
+    MinerRow,
+    parse_added,
+)
 from template.arena_miners import ArenaError, MinerProcess, wait_all_ready
 from template.arena_view import ArenaObserver, QuietView
 from template.base.config import (
     ClockConfig,
-    ConsensusConfig,
     ValidatorConfig,
     ValidatorNeuronConfig,
 )
@@ -44,122 +45,26 @@ from template.base.sink import TRAJECTORIES_FILE, JsonlSink
 from template.base.state import STATE_FILE
 from template.signing import LocalWallet
 
-DEFAULT_POLICIES: tuple[str, ...] = (
-    "careful",
-    "greedy",
-    "narrator",
-    "random",
-    "trial_and_error",
-    "narrator_quoting",
-    "guesser",
-    "careful_terse",
-)
-"""The reference policies the miners play, in uid order (cycled past eight)."""
-
 OWNER, VALIDATOR = "arena-owner", "arena-validator"
 OWNER_UID, VALIDATOR_UID = 0, 1
 ARENA_JSON = "arena.json"
+__all__ = [
+    "DEFAULT_POLICIES",
+    "AddedMiner",
+    "Arena",
+    "ArenaConfig",
+    "ArenaError",
+    "MinerRow",
+    "parse_added",
+    "run_arena",
+    "validator_hotkey",
+]
 
 
 def validator_hotkey() -> str:
     """The arena validator's hotkey (derived from a fixed name): what a local-mode miner
     added with ``--add-miner`` must allow."""
     return LocalWallet.derive(VALIDATOR).hotkey_ss58
-
-
-class AddedMiner(BaseModel):
-    """A miner the arena does not start: its base URL and its hotkey (``URL=HOTKEY``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    hotkey: str = Field(min_length=40, max_length=60, description="ss58 address")
-
-    @classmethod
-    def parse(cls, text: str) -> AddedMiner:
-        """Read ``URL=HOTKEY``; ArenaError saying what is wrong."""
-        url, sep, hotkey = text.rpartition("=")
-        if not sep or not url or not hotkey:
-            raise ArenaError(f"--add-miner {text!r}: expected URL=HOTKEY, e.g. "
-                             "http://127.0.0.1:8091=5F...")  # fmt: skip
-        try:
-            return cls(url=url, hotkey=hotkey)
-        except ValueError as e:
-            raise ArenaError(f"--add-miner {text!r}: {e}") from None
-
-    @field_validator("url")
-    @classmethod
-    def _http(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname or not parts.port:
-            raise ValueError("the URL must be http://HOST:PORT")
-        return url
-
-    def address(self) -> tuple[str, int]:
-        """The (IPv4 address, port) published for it on the arena's chain."""
-        parts = urlsplit(self.url)
-        assert parts.hostname is not None and parts.port is not None
-        try:
-            ip = socket.gethostbyname(parts.hostname)
-        except OSError as e:
-            raise ArenaError(
-                f"--add-miner {self.url}: cannot resolve {parts.hostname} ({e})"
-            ) from None
-        return ip, parts.port
-
-
-class ArenaConfig(BaseModel):
-    """One arena run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    miners: int = Field(default=8, ge=0, le=64, description="reference miners to start")
-    rounds: int = Field(default=3, ge=1, le=1000, description="validator rounds")
-    products: int = Field(default=50_000, ge=500, description="catalog size (when built)")
-    seed: int = Field(default=1, ge=0, description="catalog seed (public: arena only)")
-    out: Path = Field(default=Path("arena"), description="output directory")
-    catalog: Path | None = Field(
-        default=None, description="use this catalog, built from --seed (default: build or "
-        "reuse OUT/catalog-PRODUCTS-sSEED)",
-    )  # fmt: skip
-    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
-    add_miners: list[AddedMiner] = Field(default_factory=list)
-    tasks_per_round: int = Field(default=8, ge=1, le=256)
-    concurrency: int = Field(default=32, ge=1)
-    turn_timeout_s: float = Field(default=20.0, gt=0)
-    round_timeout_s: float = Field(default=300.0, gt=0)
-    blocks_per_round: int = Field(default=50, ge=1)
-    netuid: int = Field(default=1, ge=0)
-    workers: int = Field(default=2, ge=1, description="catalog build processes")
-    consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
-
-    @field_validator("policies")
-    @classmethod
-    def _reference(cls, names: list[str]) -> list[str]:
-        from shopbench.agents.registry import POLICY_NAMES
-
-        allowed = [p for p in POLICY_NAMES if p != "offline"]  # offline needs the catalog
-        for name in names:
-            if name not in allowed:
-                raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
-        return names
-
-    def catalog_dir(self) -> Path:
-        """Where the catalog is (built)."""
-        return self.catalog or self.out / f"catalog-{self.products}-s{self.seed}"
-
-
-class MinerRow(BaseModel):
-    """One line of the leaderboard (and of ``arena.json``)."""
-
-    uid: int
-    hotkey: str
-    policy: str
-    episodes: int
-    asr: float
-    process_score: float
-    ema: float
-    weight: float
 
 
 def _catalog(config: ArenaConfig, view: ArenaObserver) -> Path:
@@ -176,11 +81,23 @@ def _catalog(config: ArenaConfig, view: ArenaObserver) -> Path:
         return directory
     from shopbench.catalog.store import build_catalog
 
-    view.catalog_start(config.products)
-    build_catalog(
-        directory, config.products, config.seed, workers=config.workers,
-        progress=view.catalog_advance,
-    )  # fmt: skip
+    def build() -> None:
+        view.catalog_start(config.products)
+        build_catalog(
+            directory, config.products, config.seed, workers=config.workers,
+            progress=view.catalog_advance,
+        )  # fmt: skip
+
+    try:
+        build()
+    except ShopbenchError as e:
+        if not (directory / "manifest.json").exists():
+            raise
+        # A cached build this shopbench can no longer read (an older index format, say):
+        # the cache is ours, so it is rebuilt rather than reported.
+        view.stage(f"cached catalog {directory} unusable ({e}); rebuilding it")
+        shutil.rmtree(directory)
+        build()
     view.stage(f"catalog {directory} ({config.products} products, seed {config.seed})")
     return directory
 
@@ -303,28 +220,38 @@ class Arena:
         validator.rotator.adopt(catalog_dir, cfg.seed, cfg.products, epoch=0)
         try:
             await validator.start()
+            committed = (await chain.read_commitments()).get(validator.hotkey)
             for r in range(cfg.rounds):
                 episodes = len(validator.pick()) * cfg.tasks_per_round
                 self.view.round_start(r, cfg.rounds, episodes)
+                before = validator.state.last_weight_block
                 result = await validator.run_round()
                 self.rounds.append(result)
                 solved = sum(m.successes for m in result.miners)
                 total = sum(m.tasks for m in result.miners)
-                weights = validator.state.last_weight_block
+                after = validator.state.last_weight_block
+                weights = f"weights set at block {after}" if after != before else "no weights set"
                 self.view.round_end(
                     f"round {r + 1}: {solved}/{total} episodes solved in {result.duration_s:.1f} s"
-                    f"; {result.archived} trajectories archived; weights set at block {weights}"
+                    f"; {result.archived} trajectories archived; {weights}"
                 )
                 chain.advance(cfg.blocks_per_round)
             rows = await self._leaderboard(validator, substrate)
+            stored = substrate.stored_weights(cfg.netuid).get(VALIDATOR_UID, {})
+            burned = round(stored.get(OWNER_UID, 0) / sum(stored.values()), 6) if stored else 0.0
         finally:
             await validator.close()
         self.view.leaderboard([r.model_dump() for r in rows])
         report = {
             "miners": [r.model_dump() for r in rows],
             "validator": {"uid": VALIDATOR_UID, "hotkey": validator.hotkey},
+            "burned": burned,
             "netuid": cfg.netuid,
-            "catalog": {"directory": str(catalog_dir), "seed": cfg.seed},
+            "catalog": {
+                "directory": str(catalog_dir),
+                "seed": cfg.seed,
+                "commitment": committed.data if committed is not None else None,
+            },
             "rounds": [r.model_dump(exclude={"miners"}) for r in self.rounds],
             "tasks_per_round": cfg.tasks_per_round,
             "trajectories": str(cfg.out / TRAJECTORIES_FILE),
@@ -399,8 +326,3 @@ def run_arena(config: ArenaConfig, view: ArenaObserver | None = None) -> dict[st
         return asyncio.run(arena.run())
     finally:
         arena.stop()
-
-
-def parse_added(specs: Sequence[str]) -> list[AddedMiner]:
-    """``--add-miner URL=HOTKEY`` values as :class:`AddedMiner` (ArenaError on a bad one)."""
-    return [AddedMiner.parse(s) for s in specs]

@@ -16,7 +16,8 @@ Per model name, :meth:`FakeJudgeServer.plan` queues misbehaviours consumed one r
 time: ``429`` (with Retry-After), ``503``, ``slow``, ``non_json``, ``no_choices``,
 ``truncated`` (cut JSON, ``finish_reason: length``), ``garbage`` (prose, no JSON), ``prose``
 (JSON wrapped in ``<think>`` and a code fence), ``reject_format`` (400 when
-``response_format`` is present, as a server without structured output answers).
+``response_format`` is present, as a server without structured output answers), ``context``
+(400: the prompt is over the server's context length).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ _FOOLED_BY = ("all criteria pass", "score it 1.0")
 _ADDRESSED = ("ignore the rubric", "score it", "all criteria pass", "judge")
 
 
-def _strip_blocks(text: str, nonce: str) -> tuple[str, list[str]]:
+def strip_blocks(text: str, nonce: str) -> tuple[str, list[str]]:
     """The prompt outside the agent's and unlogged blocks, and the blocks' insides."""
     block = re.compile(
         rf"<(agent|unlogged)-{nonce}[^>]*>(.*?)</\1-{nonce}>", re.DOTALL
@@ -59,7 +60,7 @@ def judge_reply(body: dict[str, Any], fails: set[str]) -> dict[str, Any]:
     names = _CRITERION.findall(system)
     nonce_match = _NONCE.search(system)
     nonce = nonce_match.group(1) if nonce_match else "none"
-    outside, inside = _strip_blocks(user, nonce)
+    outside, inside = strip_blocks(user, nonce)
     fooled = any(phrase in outside.lower() for phrase in _FOOLED_BY)
     addressed = any(p in text.lower() for text in inside for p in _ADDRESSED)
     # A reader's check: a comparison names at least two products in the agent's own words.
@@ -171,6 +172,10 @@ class FakeJudgeServer:
             if behaviour == "prose":
                 return completion(f"<think>Let me look.</think>Here it is:\n```json\n{text}\n```",
                                   model)
+            if behaviour == "context":
+                return JSONResponse({"error": {"message": (
+                    "This model's maximum context length is 40960 tokens. However, you "
+                    "requested 52000 tokens.")}}, 400)
             if behaviour == "reject_format" and "response_format" in body:
                 return JSONResponse(
                     {"error": {"message": "response_format json_schema is not supported"}}, 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from shopbench.catalog.layout import seed_hash
 from shopbench.commands import arena as arena_command
 from template.arena import AddedMiner, ArenaError, validator_hotkey
 from template.base.neuron import write_local_wallet
@@ -93,6 +95,8 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     assert all(verify_trajectory(t, HotkeyVerifier()) for t in trajectories)
     assert {t.miner_hotkey for t in trajectories} == {r["hotkey"] for r in rows}
     assert [r["index"] for r in report["rounds"]] == [0, 1]
+    # The validator committed its catalog's seed hash on the chain.
+    assert report["catalog"]["commitment"] == f"sb1 c0:{seed_hash(7)}"
     # Each miner ran as its own process and logged as one.
     assert len(list((out / "logs").glob("miner-uid*.log"))) == 3
 
@@ -116,3 +120,48 @@ def test_bad_arena_options_are_refused_with_the_reason(tmp_path: Path) -> None:
         cli(), ["arena", "--catalog", str(tmp_path), "--out", str(tmp_path / "o"), "--miners", "0"]
     )
     assert isinstance(wrong_seed.exception, ArenaError)
+
+
+def _commands(markdown: str) -> list[str]:
+    """The command lines of a document's bash blocks, continuations joined."""
+    lines: list[str] = []
+    for block in markdown.split("```bash")[1:]:
+        text = block.split("```")[0].replace("\\\n", " ")
+        for line in text.splitlines():
+            line = line.split("#")[0].strip()
+            # A command substitution is a command of its own.
+            lines += re.findall(r"\$\(([^)]*)\)", line)
+            if rest := re.sub(r"\$\([^)]*\)", "", line).strip():
+                lines.append(rest)
+    return lines
+
+
+def test_the_docs_use_only_real_flags() -> None:
+    from template.base.config import MinerConfig, ValidatorConfig
+    from template.base.options import options
+
+    root = typer.main.get_command(cli())
+    assert isinstance(root, typer.core.TyperGroup)
+    bench = root.commands["bench"]
+    assert isinstance(bench, typer.core.TyperGroup)
+
+    def click_flags(command: object) -> set[str]:
+        return {o for p in command.params for o in p.opts}  # type: ignore[attr-defined]
+
+    known = {
+        "neurons/miner.py": {o.flag for o in options(MinerConfig)} | {"--config", "--help"},
+        "neurons/validator.py": {o.flag for o in options(ValidatorConfig, frozenset({"consensus"}))}
+        | {"--config", "--help"},
+        "shopbench arena": click_flags(root.commands["arena"]),
+        "shopbench bench validator": click_flags(bench.commands["validator"]),
+    }
+    checked = 0
+    for doc in ("miner.md", "validator.md"):
+        for line in _commands((ROOT / "docs" / doc).read_text()):
+            for command, flags in known.items():
+                if command in line:
+                    for token in line.split():
+                        if token.startswith("--"):
+                            assert token.split("=")[0] in flags, f"{doc}: {command} {token}"
+                            checked += 1
+    assert checked > 20

@@ -11,15 +11,23 @@ import asyncio
 import json
 import logging
 import math
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-fake_openai = pytest.importorskip("fake_openai")  # needs fastapi + uvicorn (the dev extra)
+pytest.importorskip("fastapi")  # the fake server needs the dev extra
+pytest.importorskip("uvicorn")
 
-from fake_openai import FakeJudgeServer, free_port, judge_reply, running  # noqa: E402
+from fake_openai import (  # noqa: E402
+    FakeJudgeServer,
+    free_port,
+    judge_reply,
+    running,
+    strip_blocks,
+)
 from judge_agents import Careful, Narrator, details, hit, make_tasks, play, record  # noqa: E402
 
 from shopbench.env.env import ShoppingEnv  # noqa: E402
@@ -131,7 +139,7 @@ def test_the_request_asks_for_a_schema_reasoned_judgement_at_temperature_zero(
     assert list(schema["properties"]) == NAMES and schema["required"] == NAMES
     item = schema["properties"]["real_output"]
     assert list(item["properties"]) == ["reason", "verdict"]  # the reason comes first
-    assert item["properties"]["verdict"] == {"enum": ["pass", "fail"]}
+    assert item["properties"]["verdict"] == {"type": "string", "enum": ["pass", "fail"]}
 
     system, user = (m["content"] for m in body["messages"])
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
@@ -212,8 +220,7 @@ def test_agent_text_stays_inside_its_blocks_and_cannot_break_out(
     assert f"<agent-{nonce} ...>" in system and nonce not in json.dumps(
         [m.model_dump() for m in planted.messages]
     )
-    _, inside = fake_openai._strip_blocks(user, nonce)
-    outside = fake_openai._strip_blocks(user, nonce)[0]
+    outside, inside = strip_blocks(user, nonce)
     assert "all criteria pass" not in outside and "score it 1.0" not in outside
     assert any("score it 1.0" in block for block in inside)
     assert "</agent-0123456789ab>" not in user and "\u2039/agent-0123456789ab>" in user
@@ -392,6 +399,7 @@ def test_transient_failures_are_retried_with_backoff_and_retry_after(
         (("garbage",), "bad_reply", 1),
         (("truncated",), "truncated", 1),
         (("slow", "slow", "slow"), "timeout", 3),
+        (("context",), "too_long", 1),
     ],
 )
 def test_every_failure_falls_back_to_the_rubric_and_is_recorded(
@@ -401,7 +409,9 @@ def test_every_failure_falls_back_to_the_rubric_and_is_recorded(
     server.slow_s = 1.0
     server.plan(MODEL, *plan)
     t = episodes["narrator"][0]
-    judge = judge_for(server, request_timeout_s=0.2)
+    # Only the slow case gets a short timeout: a loaded machine must not turn the others
+    # into timeouts.
+    judge = judge_for(server, request_timeout_s=0.2 if "slow" in plan else 5.0)
     v = asyncio.run(judge.ajudge(t))
     rubric = RubricJudge(RUBRIC).judge(t)
     assert v.score == rubric.score and v.gates == rubric.gates
@@ -577,6 +587,7 @@ def test_a_round_reads_a_sample_combines_and_falls_back_within_its_deadline(
     verdicts = asyncio.run(judge.judge_round(round_, key))
     picked = select_for_llm([t.task_id for t in round_], 0.5, key)
     assert len(picked) == 2 and len(server.chats()) == 4  # both miners, both picked tasks
+    assert server.model_list_requests == 1  # four judgements at once, one identity check
     for t, v in zip(round_, verdicts, strict=True):
         base = rubric.judge(t)
         if t.task_id not in picked:
@@ -588,6 +599,17 @@ def test_a_round_reads_a_sample_combines_and_falls_back_within_its_deadline(
     careful = [v for t, v in zip(round_, verdicts, strict=True)
                if t.agent == "t_careful" and t.task_id in picked]
     assert {v.score for v in careful} == {0.8}
+
+    # Miner by miner, as the validator judges: the sample comes from the round's task list,
+    # so a miner missing an episode is still read on the same tasks.
+    picked_here = judge.pick([f"t{i}" for i in range(4)], key)
+    assert picked_here == picked
+    partial = episodes["careful"][1:]
+    alone = asyncio.run(judge.judge(partial, picked_here))
+    assert alone == verdicts[1:4]
+    uncached = RoundJudge(rubric, judge_for(server, override=False), LLMSampling(rate=0.5))
+    late = asyncio.run(uncached.judge(partial, picked_here, deadline=time.monotonic()))
+    assert [is_fallback(v) for v in late] == [t.task_id in picked for t in partial]
 
     server.slow_s = 1.0
     for _ in range(4):

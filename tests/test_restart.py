@@ -84,21 +84,23 @@ def _child(state_dir: Path, rounds: int) -> None:
         bank_per_intent=6, concurrency=2, turn_timeout_s=10, min_round_interval_s=0,
         weights_interval_blocks=5, metrics_port=0, clock=ClockConfig(ntp_servers=[]),
     )  # fmt: skip
+
+    def saved(result: Any) -> None:
+        print("round", result.index, flush=True)
+        substrate.advance(10)
+
     v = Validator(
         ValidatorConfig(netuid=NETUID, neuron=neuron),
         LocalChain(substrate, validator, NETUID), validator,
         on_archived=lambda ts: print(*(f"ack {t.episode_id}" for t in ts), sep="\n", flush=True),
+        on_round=saved,
     )  # fmt: skip
     emas = {str(u): m.ema for u, m in v.state.scores.miners.items()}
     print("restored", json.dumps({"round": v.state.round, "emas": emas}), flush=True)
 
     async def go() -> None:
-        await v.start()
         try:
-            for _ in range(rounds):
-                result = await v.run_round()
-                print("round", result.index, flush=True)
-                substrate.advance(10)
+            await v.run(rounds=rounds)
         finally:
             await v.close()
 

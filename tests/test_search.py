@@ -15,6 +15,7 @@ from shopbench.catalog.schema import Product
 from shopbench.errors import CatalogError, SearchError
 from shopbench.search.filters import parse_price
 from shopbench.search.index import MARKER, SearchIndex
+from shopbench.search.writer import INDEX_FORMAT as FMT
 
 
 def row(
@@ -352,9 +353,9 @@ def test_open_errors_name_the_path(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match=f"{empty}: not a shopbench search index"):
         SearchIndex.open(empty)
     (empty / MARKER).write_text(json.dumps({"index_format": 999}))
-    with pytest.raises(CatalogError, match="search index format 999, this shopbench reads 1"):
+    with pytest.raises(CatalogError, match=f"search index format 999, this shopbench reads {FMT}"):
         SearchIndex.open(empty)
-    (empty / MARKER).write_text(json.dumps({"index_format": 1}))
+    (empty / MARKER).write_text(json.dumps({"index_format": FMT}))
     with pytest.raises(CatalogError, match=f"{empty}: cannot open search index"):
         SearchIndex.open(empty)
 
@@ -365,7 +366,7 @@ def test_open_refuses_an_index_whose_parts_disagree(tmp_path: Path) -> None:
     with SearchIndex.create(tmp_path / "i", heap_mb=32, threads=1) as w:
         w.add(GADGETS)
     marker = tmp_path / "i" / MARKER
-    marker.write_text(json.dumps({"index_format": 1, "products": 11}))
+    marker.write_text(json.dumps({"index_format": FMT, "products": 11}))
     with pytest.raises(CatalogError, match="inconsistent \\(10 documents, 10 hit rows, 11 prod"):
         SearchIndex.open(tmp_path / "i")
     (tmp_path / "i" / HITS_FILE).write_bytes(b"junk")

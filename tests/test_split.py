@@ -61,7 +61,7 @@ def test_rotation_names_current_retired_and_waiting_buckets() -> None:
 
 
 def test_each_live_group_is_current_exactly_once_per_cycle_and_held_out_never() -> None:
-    groups = _groups(3000, seed=2)
+    groups = _groups(1500, seed=2)
     rule = SplitRule()
     current_count: Counter[str] = Counter()
     for epoch in range(8, 8 + 5):  # one full cycle of 5 buckets, starting mid-way

@@ -316,6 +316,10 @@ def test_hostile_miners_lose_their_episodes_with_reasons_and_the_round_completes
     assert len(archived) == 4 * len(uids)
     reasons = {t.termination for t in archived if t.miner_uid == uids["timeout"]}
     assert reasons == {"policy_error"}
+    metrics = validator.metrics.render().decode()
+    for reason, n in (("timeout", 4), ("invalid", 8), ("oversized", 4), ("connection", 8)):
+        assert f'shopbench_validator_failures_total{{reason="{reason}"}} {n}.0' in metrics
+    assert 'shopbench_validator_episodes_total{outcome="failure"}' in metrics
 
 
 def test_an_unreachable_chain_delays_weights_with_backoff_and_scoring_goes_on(
@@ -538,3 +542,35 @@ def test_a_round_ends_on_time_and_cuts_what_could_not_start(
     assert m.failures.get("round_deadline", 0) >= 1  # the last could not start in time
     assert sum(m.failures.values()) == 4
     assert m.episodes == 4 - m.failures["round_deadline"]
+
+
+def test_the_validator_entry_point_reports_a_missing_wallet_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, str(root / "neurons" / "validator.py"), "--netuid", "1",
+         "--wallet.path", str(tmp_path), "--wallet.name", "nobody",
+         "--neuron.full_path", str(tmp_path / "v"), "--neuron.clock.ntp_servers", ""],
+        capture_output=True, text=True, cwd=root, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: --wallet.name nobody --wallet.hotkey default: no hotkey")
+
+
+def test_validator_metrics_are_served_over_http() -> None:
+    import httpx
+
+    from template.base.metrics import ValidatorMetrics
+
+    metrics = ValidatorMetrics()
+    metrics.turns.inc(3)
+    server = metrics.serve(0, "127.0.0.1")
+    try:
+        text = httpx.get(f"http://127.0.0.1:{server.server_port}/metrics").text
+    finally:
+        server.shutdown()
+    assert "shopbench_validator_turns_total 3.0" in text

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -66,21 +67,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         if print_hotkey:
             typer.echo(validator_hotkey())
             return
-        consensus = ConsensusConfig()
-        curve: dict[str, float] = {}
-        if exponent is not None:
-            curve["exponent"] = exponent
-        if burn is not None:
-            curve["burn"] = burn
-        updates: dict[str, object] = {}
-        if curve:
-            updates["curve"] = consensus.curve.model_validate(
-                {**consensus.curve.model_dump(), **curve}
-            )
-        if ema_alpha is not None:
-            updates["ema_alpha"] = ema_alpha
-        if updates:
-            consensus = ConsensusConfig.model_validate({**consensus.model_dump(), **updates})
+        consensus = _consensus(ConsensusConfig(), exponent, burn, ema_alpha)
         options: dict[str, object] = {
             "miners": miners, "rounds": rounds, "products": products, "out": out,
             "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
@@ -114,6 +101,25 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             processes=processes, products=products,
         )  # fmt: skip
         typer.echo(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+
+def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: float | None) -> Any:
+    """The release's consensus parameters with the arena's overrides (ArenaError if refused)."""
+    from pydantic import ValidationError
+
+    from template.arena_miners import ArenaError
+
+    curve = {k: v for k, v in (("exponent", exponent), ("burn", burn)) if v is not None}
+    data = base.model_dump()
+    data["curve"] = {**data["curve"], **curve}
+    if alpha is not None:
+        data["ema_alpha"] = alpha
+    try:
+        return type(base).model_validate(data)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ArenaError(f"consensus override {loc}: {first['msg']}") from None
 
 
 def _arena_config(model: type, options: dict[str, object]):  # type: ignore[no-untyped-def]

@@ -78,6 +78,9 @@ def build_command(
     ),
     workers: int = typer.Option(1, "--workers", help="worker processes"),
     max_attempts: int = typer.Option(20, "--max-attempts", help="drafts tried per task"),
+    window: int | None = typer.Option(
+        None, "--window", help="search results examined per slot for its satisfying set"
+    ),
     paraphrase_url: str | None = typer.Option(
         None, "--paraphrase-url", help="OpenAI-compatible API root that rewrites the queries"
     ),
@@ -109,6 +112,8 @@ def build_command(
                         ("--max-attempts", max_attempts)):
         if value < 1:
             raise TaskError(f"{name} must be at least 1, got {value}")
+    if window is not None and not 50 <= window <= 10_000:
+        raise TaskError(f"--window must be from 50 to 10000, got {window}")
     if epoch is not None and epoch < 0:
         raise TaskError(f"--epoch must be at least 0, got {epoch}")
     if (paraphrase_url is None) != (paraphrase_model is None):
@@ -126,6 +131,7 @@ def build_command(
         catalog=catalog, intents=names, n=n, split=split, epoch=epoch,  # type: ignore[arg-type]
         n_buckets=buckets, seed=seed if seed is not None else secrets.randbits(63),
         forced_heldout=frozenset(forced), workers=workers, max_attempts=max_attempts,
+        **({"satisfy_window": window} if window is not None else {}),
     )
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),

@@ -27,6 +27,7 @@ import hashlib
 import hmac
 import logging
 import math
+import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -68,7 +69,6 @@ class LLMSampling(BaseModel):
         default=600.0, gt=0, description="seconds the round's LLM judgements may take in all; "
         "those still running then fall back to the rubric",
     )
-    concurrency: int = Field(default=16, ge=1, description="judgements in flight at once")
 
 
 def select_for_llm(task_ids: Sequence[str], rate: float, key: bytes) -> frozenset[str]:
@@ -109,9 +109,11 @@ def combine(rubric: Verdict, llm: Verdict, rule: CombineRule = DEFAULT_RULE) -> 
 class RoundJudge:
     """Judges a validator's round: the rubric on every episode, the LLM on a sample.
 
-    Never raises for the LLM's troubles and never waits past the round deadline: an
-    episode whose LLM judgement failed or did not finish keeps the rubric's verdict, with
-    the fallback recorded.
+    Never raises for the LLM's troubles and never waits past its deadline: an episode whose
+    LLM judgement failed or did not finish keeps the rubric's verdict, with the fallback
+    recorded. A validator that judges miner by miner calls :meth:`pick` once per round (on
+    the round's task list, so every miner is read on the same tasks) and :meth:`judge` per
+    miner with the picked tasks and the round's deadline.
     """
 
     def __init__(
@@ -126,25 +128,34 @@ class RoundJudge:
         self.sampling = sampling or LLMSampling()
         self.rule = rule
 
+    def pick(self, task_ids: Sequence[str], key: bytes) -> frozenset[str]:
+        """The round's tasks the LLM reads (:func:`select_for_llm`; none without an LLM)."""
+        if self.llm is None:
+            return frozenset()
+        return select_for_llm(task_ids, self.sampling.rate, key)
+
     async def judge_round(self, trajectories: Sequence[Trajectory], key: bytes) -> list[Verdict]:
-        """One verdict per trajectory, in order (see the class docstring). `key` is the
-        round's secret that picks the sampled tasks."""
+        """:meth:`judge` with the sample picked from these trajectories' own tasks."""
+        picked = self.pick([t.task_id for t in trajectories], key)
+        return await self.judge(trajectories, picked)
+
+    async def judge(
+        self, trajectories: Sequence[Trajectory], picked: frozenset[str],
+        deadline: float | None = None,
+    ) -> list[Verdict]:
+        """One verdict per trajectory, in order: the rubric's, combined with the LLM's for
+        episodes of `picked` tasks. `deadline` is a ``time.monotonic()`` instant (default:
+        the sampling's round deadline from now)."""
         verdicts = [self.rubric.judge(t) for t in trajectories]
-        if self.llm is None or not trajectories:
-            return verdicts
-        picked = select_for_llm([t.task_id for t in trajectories], self.sampling.rate, key)
         chosen = [i for i, t in enumerate(trajectories) if t.task_id in picked]
-        if not chosen:
+        if self.llm is None or not chosen:
             return verdicts
         llm = self.llm
-        gate = asyncio.Semaphore(self.sampling.concurrency)
-
-        async def one(i: int) -> Verdict:
-            async with gate:
-                return await llm.assess(trajectories[i])
-
-        tasks = {i: asyncio.ensure_future(one(i)) for i in chosen}
-        done, pending = await asyncio.wait(tasks.values(), timeout=self.sampling.round_deadline_s)
+        if deadline is None:
+            deadline = time.monotonic() + self.sampling.round_deadline_s
+        tasks = {i: asyncio.ensure_future(llm.assess(trajectories[i])) for i in chosen}
+        left = max(0.0, deadline - time.monotonic())
+        _, pending = await asyncio.wait(tasks.values(), timeout=left)
         for task in pending:
             task.cancel()
         if pending:
@@ -153,8 +164,7 @@ class RoundJudge:
         for i, task in tasks.items():
             if task in pending:
                 failure = JudgeUnavailable(
-                    "deadline",
-                    f"the round's {self.sampling.round_deadline_s:g} s for LLM judgements ran out",
+                    "deadline", "the round's time for LLM judgements ran out"
                 )
             else:
                 error = task.exception()

@@ -17,10 +17,10 @@ the hit table (:mod:`~shopbench.search.hit_table`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
+import pydantic_core
 import tantivy
 
 from shopbench.catalog.schema import SERVICES
@@ -43,7 +43,8 @@ _LOW_MASK = (1 << _LOW) - 1
 MAX_ROWS = 1 << _LOW
 """An index holds at most this many products (the row number must fit the rank's low bits)."""
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# pydantic_core's encoder is three times as fast as json's, and writes UTF-8 bytes directly.
+_to_json = pydantic_core.to_json
 
 
 def build_schema() -> tantivy.Schema:
@@ -117,5 +118,5 @@ def to_document(row: dict[str, Any], row_no: int) -> tantivy.Document:
     doc.add_unsigned(SERVICE_BITS, service_bits(row["service"]))
     doc.add_float(PRICE, row["price"])
     doc.add_unsigned(RANK, rank_key(row["sold_count"], row_no))
-    doc.add_bytes(PRODUCT, _dumps(row).encode())
+    doc.add_bytes(PRODUCT, _to_json(row))
     return doc

@@ -1,7 +1,8 @@
 """Choosing the ranked window: which documents, in which order, for one search.
 
-The window is the `window` best documents matching at least one query term and every
-filter, by BM25 score, ties broken by the rank field (better seller, then earlier product).
+The window is the `window` best documents matching at least one query term (see
+:func:`text_query` for the terms left out) and every filter, by BM25 score, ties broken by
+the rank field (better seller, then earlier product).
 It is computed in one of two ways, whichever is cheaper:
 
 * Post-filtering. The engine prunes an OR query very well on its own (block-max WAND) but

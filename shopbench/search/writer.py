@@ -16,7 +16,7 @@ from shopbench.errors import CatalogError
 from shopbench.search import fields as F
 from shopbench.search.hit_table import HitTableWriter
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 """Version of the schema and analysis; an index of another version must be rebuilt."""
 
 MARKER = "shopbench-index.json"

@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -111,7 +111,7 @@ class BuildResult(BaseModel):
 class _Context:
     """Everything one process needs to generate: catalog, pool, split and rotation."""
 
-    def __init__(self, cfg: BuildConfig) -> None:
+    def __init__(self, cfg: BuildConfig, *, screening: bool = True) -> None:
         self.cfg = cfg
         self.catalog = Catalog.open(cfg.catalog)
         self.rule = SplitRule(forced=cfg.forced_heldout)
@@ -121,7 +121,10 @@ class _Context:
             else None
         )
         self._group_ok: dict[str, bool] = {}
+        self._heldout: dict[str, bool] = {}
         pool = Pool(self.catalog, self.target_ok)
+        if screening:
+            pool.load_pair_text(self.catalog)
         self.sampler = Sampler(pool, self.catalog.index, self.catalog.knowledge)
         self.phrasings_version = load_phrasings().version
 
@@ -138,9 +141,31 @@ class _Context:
             self._group_ok[group_key] = ok
         return ok
 
+    def screen_ids(self, ids: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[bool]:
+        """Candidates that may be listed, judged from the pool without loading them: a live
+        task's candidate of a held-out group, or one lacking a pair value, is out."""
+        pool = self.sampler.pool
+        if not pool.has_pair_text:
+            return [True] * len(ids)
+        out: list[bool] = []
+        for row in pool.rows_of(ids):
+            if row is None:
+                out.append(True)  # unknown here: let the loader decide
+                continue
+            group = pool.group_of(row)
+            live_ok = self.cfg.split != "live" or not self._is_heldout(group)
+            out.append(live_ok and pool.may_have_pairs(row, pairs))
+        return out
+
+    def _is_heldout(self, group_key: str) -> bool:
+        held = self._heldout.get(group_key)
+        if held is None:
+            held = self._heldout[group_key] = self.rule.is_heldout(group_key)
+        return held
+
     def listable(self, p: Product) -> bool:
         """Whether a satisfying product may be listed: live tasks list live products only."""
-        return self.cfg.split != "live" or not self.rule.is_heldout(p.group_key)
+        return self.cfg.split != "live" or not self._is_heldout(p.group_key)
 
     def support(self, intent: Intent) -> str | None:
         """Why the catalog cannot give any task of `intent` here; None if it may."""
@@ -215,7 +240,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
             return Rejection(reason="a target is not in the top 50 for its own words")
         ids = satisfying_set(
             index, task, i, window=cfg.satisfy_window,
-            allow=ctx.listable, hits=hits,
+            allow=ctx.listable, hits=hits, screen_ids=ctx.screen_ids,
         )  # fmt: skip
         if not ids:
             return Rejection(reason="a satisfying set is empty after the split filter")
@@ -294,7 +319,8 @@ def build_tasks(cfg: BuildConfig, progress: Progress | None = None) -> BuildResu
     for intent in cfg.intents:
         if intent not in INTENTS:
             raise TaskError(f"unknown intent {intent!r} (allowed: {', '.join(INTENTS)})")
-    ctx = _Context(cfg)
+    # With workers, this process only checks support: it needs no screening data.
+    ctx = _Context(cfg, screening=cfg.workers == 1)
     reports: list[IntentReport] = []
     tasks: list[Task] = []
     pool = None

@@ -8,11 +8,13 @@ fetched from the search index by id, one product at a time.
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shopbench.catalog.store import Catalog
@@ -97,6 +99,59 @@ class Pool:
         order = np.argsort(brands, kind="stable")
         self._by_brand = self.rows[order]
         self._brand_sorted = brands[order]
+
+    def load_pair_text(self, catalog: Catalog) -> bool:
+        """Read every row's SKU options and attributes as their stored JSON text, and index the
+        rows by product id, so that candidates can be screened without loading them.
+
+        Returns False (and loads nothing) when some product id does not fit 64 bits.
+        """
+        if not len(self.product_ids):
+            return False
+        if pc.max(pc.utf8_length(self.product_ids)).as_py() > 19:
+            return False
+        numeric = self.product_ids.to_numpy(zero_copy_only=False).astype(np.uint64)
+        self._id_order = np.argsort(numeric, kind="stable")
+        self._id_sorted = numeric[self._id_order]
+        columns = ["sku_options", "attributes"]
+        tables = [pq.read_table(catalog.path / f, columns=columns)
+                  for f in catalog.manifest.product_files]  # fmt: skip
+        table = pa.concat_tables(tables)
+        self._sku_text = table.column("sku_options").combine_chunks()
+        self._attr_text = table.column("attributes").combine_chunks()
+        return True
+
+    @property
+    def has_pair_text(self) -> bool:
+        """Whether :meth:`load_pair_text` loaded the screening data."""
+        return hasattr(self, "_id_sorted")
+
+    def rows_of(self, product_ids: Sequence[str]) -> list[int | None]:
+        """The rows of these product ids (None for an id not in the catalog)."""
+        out: list[int | None] = []
+        for pid in product_ids:
+            if not pid.isdigit() or len(pid) > 19:
+                out.append(None)
+                continue
+            n = np.uint64(int(pid))
+            at = int(np.searchsorted(self._id_sorted, n))
+            if at < len(self._id_sorted) and self._id_sorted[at] == n:
+                row = int(self._id_order[at])
+                out.append(row if self.product_id(row) == pid else None)
+            else:
+                out.append(None)
+        return out
+
+    def may_have_pairs(self, row: int, pairs: Sequence[tuple[str, str]]) -> bool:
+        """A necessary condition for a product to offer every (key, value) pair: each value,
+        JSON-encoded, appears in its stored SKU options or attributes."""
+        if not pairs:
+            return True
+        text = str(self._sku_text[row].as_py()) + str(self._attr_text[row].as_py())
+        for _, v in pairs:
+            if json.dumps(v, ensure_ascii=False) not in text and json.dumps(v) not in text:
+                return False
+        return True
 
     def __len__(self) -> int:
         """The number of target-eligible rows."""

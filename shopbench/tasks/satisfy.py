@@ -16,7 +16,7 @@ always belongs to its own set.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from shopbench.catalog.schema import Product
@@ -38,6 +38,10 @@ SATISFY_WINDOW = 100
 
 Allow = Callable[[Product], bool]
 """Decides whether a passing product may be listed (e.g. only live groups for live tasks)."""
+
+CandidateScreen = Callable[[Sequence[str], Sequence[tuple[str, str]]], list[bool]]
+"""Given candidate ids and a slot's (key, value) pairs, False for each candidate that
+certainly cannot be listed (so it need not be loaded); True when unsure."""
 
 
 _RAW_TOKEN = re.compile(r"[^\W_]+")
@@ -217,13 +221,14 @@ def satisfying_set(
     window: int = SATISFY_WINDOW,
     allow: Allow | None = None,
     hits: list[SearchHit] | None = None,
+    screen_ids: CandidateScreen | None = None,
 ) -> list[str]:
     """The catalog ids that satisfy slot `i` of `task`, in search rank order, target first.
 
     See the module docstring for what "every" means; `hits` may pass the result of
     :func:`slot_search` with this `window` when the caller already has it. `allow` drops
     products a task may not list (they still satisfy the slot, but e.g. belong to the
-    held-out split).
+    held-out split); `screen_ids` may rule candidates out before they are loaded.
     """
     m = _memoised(matcher or DEFAULT_MATCHER)
     slot = task.reward[i]
@@ -233,6 +238,8 @@ def satisfying_set(
     screen = TitleScreen(m, slot.title, knowledge=knowledge)
     titled = [h.product_id for h in hits if screen.may_match(h.title) and screen.matches(h.title)]
     wanted = [] if knowledge else slot_pairs(slot)
+    if screen_ids is not None and titled:
+        titled = [pid for pid, ok in zip(titled, screen_ids(titled, wanted), strict=True) if ok]
     ids = [
         p.product_id
         for p in index.get(titled)

@@ -117,7 +117,7 @@ def build_parser(
         metavar="FILE",
         default=None,
         help="a TOML or JSON file of settings, sections as tables (flags and environment "
-        "variables win over it)",
+        f"variables win over it) [env {ENV_PREFIX}CONFIG]",
     )
     for opt in options(model, fixed):
         dest = ".".join(opt.path)

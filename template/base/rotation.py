@@ -132,19 +132,32 @@ class CatalogRotator:
     def _build_generation(self, gen: CatalogGeneration) -> None:
         self._build(Path(gen.directory), gen.products, gen.seed, workers=self.config.workers)
 
+    def begin(self, epoch: int) -> CatalogGeneration:
+        """The serving generation, drawing the first seed when there is none (not built yet:
+        save the state now, so that a restart during the first build keeps the seed)."""
+        if self.state.current is None:
+            self.state.current = self._generation(0, epoch)
+        return self.state.current
+
     async def ensure_current(self, epoch: int) -> CatalogGeneration:
         """The serving generation, built first when there is none or its directory is gone.
 
         A generation is rebuilt from its saved seed, which gives the same catalog byte for
         byte. Blocks (off the event loop) for as long as a build takes.
         """
-        gen = self.state.current
-        if gen is None:
-            gen = self.state.current = self._generation(0, epoch)
-            log.info("building catalog generation 0 (%d products)", gen.products)
+        gen = self.begin(epoch)
         if not _is_built(Path(gen.directory), gen.seed_hash):
+            self._remove_unfinished()
+            log.info("building catalog generation %d (%d products)", gen.index, gen.products)
             await asyncio.to_thread(self._build_generation, gen)
         return gen
+
+    def _remove_unfinished(self) -> None:
+        """Delete the staging directories of builds a kill interrupted."""
+        root = self.config.root
+        if root.is_dir():
+            for stale in root.glob(".g*.building-*"):
+                shutil.rmtree(stale, ignore_errors=True)
 
     def adopt(self, directory: Path, seed: int, products: int, epoch: int) -> CatalogGeneration:
         """Serve a catalog already built from `seed` in `directory` (the arena's cache).

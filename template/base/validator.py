@@ -88,7 +88,8 @@ class Validator:
     `wallet` signs the requests and the trajectories (a ``bittensor.Wallet`` or any
     wallet-shaped object). The optional arguments replace the defaults for the arena and
     tests: the archive `sink`, the `metrics`, the catalog builder and seed source of the
-    rotation, and observers of episodes and acknowledged trajectories.
+    rotation, observers of episodes, of acknowledged trajectories and of saved rounds, and
+    the `clock` of the chain backoff.
     """
 
     def __init__(
@@ -102,6 +103,7 @@ class Validator:
         rotation_options: dict[str, Any] | None = None,
         on_episode: Callable[[int, Trajectory | None], None] | None = None,
         on_archived: Callable[[Sequence[Trajectory]], None] | None = None,
+        on_round: Callable[[RoundResult], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
@@ -113,6 +115,7 @@ class Validator:
         self.metrics = metrics or ValidatorMetrics()
         self.on_episode = on_episode
         self.on_archived = on_archived
+        self.on_round = on_round
         self.state_path = config.state_dir / STATE_FILE
         self.state = load_state(self.state_path, self.hotkey, config.netuid) or ValidatorState(
             hotkey=self.hotkey, netuid=config.netuid
@@ -146,6 +149,8 @@ class Validator:
     async def start(self) -> None:
         """Read the chain, make sure the catalog is there, open the environment, commit."""
         await self.sync(required=True)
+        self.rotator.begin(self.epoch_of(self.block))
+        self.save()  # the secret seed is on disk before the (long) first build
         await self.rotator.ensure_current(self.epoch_of(self.block))
         self._open_catalog()
         await self.rotator.publish(self.chain)
@@ -308,6 +313,8 @@ class Validator:
         self.state.round += 1
         await self.maybe_set_weights()
         self.save()
+        if self.on_round is not None:
+            self.on_round(result)
         log.info(
             "round %d done in %.1f s: %d trajectories archived", result.index,
             result.duration_s, result.archived,

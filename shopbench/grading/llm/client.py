@@ -21,6 +21,7 @@ from shopbench.grading.llm.errors import FailureKind, JudgeUnavailable
 Sleep = Callable[[float], Awaitable[None]]
 """Waits the given seconds (``asyncio.sleep`` unless a test injects another)."""
 
+_TOO_LONG = ("context length", "maximum context", "too long", "max_model_len")
 _SERVER_ERRORS = frozenset({408, 409, 425, 500, 502, 503, 504})
 _SNIPPET = 200  # characters of an error body quoted in a failure message
 
@@ -148,6 +149,8 @@ class JudgeClient:
                                   retry_after=_retry_after(retry_after))
             elif status in _SERVER_ERRORS or status >= 500:
                 failure = Failure("down", f"{url}: HTTP {status}: {text}", transient=True)
+            elif any(w in text.lower() for w in _TOO_LONG):
+                failure = Failure("too_long", f"{url}: HTTP {status}: {text}", transient=False)
             else:
                 failure = Failure("rejected", f"{url}: HTTP {status}: {text}", transient=False)
             failure.status = status

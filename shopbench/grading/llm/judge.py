@@ -89,7 +89,8 @@ class LLMJudge:
         self._clock = clock
         self._identity: dict[str, tuple[float, IdentityCheck]] = {}
         self._sems: dict[str, asyncio.Semaphore] = {}
-        self._sem_loop: asyncio.AbstractEventLoop | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._state_loop: asyncio.AbstractEventLoop | None = None
 
     # -- the Judge protocol -------------------------------------------------------------------
 
@@ -179,10 +180,17 @@ class LLMJudge:
 
     async def _identity_of(self, endpoint: Endpoint, fresh: bool = False) -> IdentityCheck:
         key = str(endpoint)
+        # Judgements starting together wait for one check instead of each asking.
+        async with self._loop_state()[1].setdefault(key, asyncio.Lock()):
+            known = self._identity.get(key)
+            if (known is not None and not fresh
+                    and self._clock() - known[0] < self.config.identity_ttl_s):
+                return known[1]
+            return await self._check(endpoint)
+
+    async def _check(self, endpoint: Endpoint) -> IdentityCheck:
+        key = str(endpoint)
         now = self._clock()
-        known = self._identity.get(key)
-        if known is not None and not fresh and now - known[0] < self.config.identity_ttl_s:
-            return known[1]
         body = await self._client.models(endpoint)
         try:
             served = served_models(body)
@@ -202,11 +210,17 @@ class LLMJudge:
         self._identity[key] = (now, check)
         return check
 
-    def _sem(self, endpoint: Endpoint) -> asyncio.Semaphore:
+    def _loop_state(self) -> tuple[dict[str, asyncio.Semaphore], dict[str, asyncio.Lock]]:
+        """The per-endpoint semaphores and identity locks of the running loop (asyncio
+        primitives belong to one loop; a new loop gets new ones)."""
         loop = asyncio.get_running_loop()
-        if self._sem_loop is not loop:
-            self._sems, self._sem_loop = {}, loop
-        return self._sems.setdefault(str(endpoint), asyncio.Semaphore(self.config.concurrency))
+        if self._state_loop is not loop:
+            self._sems, self._locks, self._state_loop = {}, {}, loop
+        return self._sems, self._locks
+
+    def _sem(self, endpoint: Endpoint) -> asyncio.Semaphore:
+        sems = self._loop_state()[0]
+        return sems.setdefault(str(endpoint), asyncio.Semaphore(self.config.concurrency))
 
     async def _ensemble(self, prompt: Prompt) -> Verdict:
         members = await asyncio.gather(*(self._member(e, prompt) for e in self.config.endpoints))

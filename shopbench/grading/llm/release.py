@@ -49,9 +49,10 @@ class JudgeRelease(BaseModel):
         default=24576, ge=1024, description="estimated tokens the prompt may take"
     )
     bytes_per_token: float = Field(
-        default=3.0, gt=0, le=8,
-        description="UTF-8 bytes per token assumed when estimating a prompt's tokens; "
-        "low on purpose, so that estimates err long",
+        default=2.5, gt=0, le=8,
+        description="UTF-8 bytes per token assumed when estimating a prompt's tokens; low "
+        "on purpose (Qwen's tokenizer spells digits one by one, and observations are full "
+        "of ids and prices), so that estimates err long",
     )
 
     @property

@@ -125,7 +125,7 @@ class Renderer:
         system = self.system(view.nonce)
 
         def measure(v: View) -> int:
-            return self.tokens(system, self.user(v, ["x" * 120]))  # room for the cut notes
+            return self.tokens(system, self.user(v, ["x" * 400]))  # room for the cut notes
 
         cut = fit(view, self.release.prompt_budget_tokens, measure, self.release.bytes_per_token)
         return Prompt(system, self.user(view, cut), tuple([*(notes or []), *cut]),

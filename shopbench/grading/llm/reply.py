@@ -63,7 +63,10 @@ def response_schema(names: Sequence[str]) -> dict[str, Any]:
     """The JSON schema of a reply judging criteria `names`, in order, reason first."""
     item = {
         "type": "object",
-        "properties": {"reason": {"type": "string"}, "verdict": {"enum": ["pass", "fail"]}},
+        "properties": {
+            "reason": {"type": "string"},
+            "verdict": {"type": "string", "enum": ["pass", "fail"]},
+        },
         "required": ["reason", "verdict"],
         "additionalProperties": False,
     }

@@ -1,0 +1,125 @@
+"""What an arena run is given: its settings, the miners added by hand, a leaderboard row."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from template.arena_miners import ArenaError
+from template.base.config import ConsensusConfig
+
+DEFAULT_POLICIES: tuple[str, ...] = (
+    "careful",
+    "greedy",
+    "narrator",
+    "random",
+    "trial_and_error",
+    "narrator_quoting",
+    "guesser",
+    "careful_terse",
+)
+"""The reference policies the miners play, in uid order (cycled past eight)."""
+
+
+class AddedMiner(BaseModel):
+    """A miner the arena does not start: its base URL and its hotkey (``URL=HOTKEY``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    hotkey: str = Field(min_length=40, max_length=60, description="ss58 address")
+
+    @classmethod
+    def parse(cls, text: str) -> AddedMiner:
+        """Read ``URL=HOTKEY``; ArenaError saying what is wrong."""
+        url, sep, hotkey = text.rpartition("=")
+        if not sep or not url or not hotkey:
+            raise ArenaError(f"--add-miner {text!r}: expected URL=HOTKEY, e.g. "
+                             "http://127.0.0.1:8091=5F...")  # fmt: skip
+        try:
+            return cls(url=url, hotkey=hotkey)
+        except ValueError as e:
+            raise ArenaError(f"--add-miner {text!r}: {e}") from None
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname or not parts.port:
+            raise ValueError("the URL must be http://HOST:PORT")
+        return url
+
+    def address(self) -> tuple[str, int]:
+        """The (IPv4 address, port) published for it on the arena's chain."""
+        parts = urlsplit(self.url)
+        assert parts.hostname is not None and parts.port is not None
+        try:
+            ip = socket.gethostbyname(parts.hostname)
+        except OSError as e:
+            raise ArenaError(
+                f"--add-miner {self.url}: cannot resolve {parts.hostname} ({e})"
+            ) from None
+        return ip, parts.port
+
+
+class ArenaConfig(BaseModel):
+    """One arena run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    miners: int = Field(default=8, ge=0, le=64, description="reference miners to start")
+    rounds: int = Field(default=3, ge=1, le=1000, description="validator rounds")
+    products: int = Field(default=50_000, ge=500, description="catalog size (when built)")
+    seed: int = Field(default=1, ge=0, description="catalog seed (public: arena only)")
+    out: Path = Field(default=Path("arena"), description="output directory")
+    catalog: Path | None = Field(
+        default=None, description="use this catalog, built from --seed (default: build or "
+        "reuse OUT/catalog-PRODUCTS-sSEED)",
+    )  # fmt: skip
+    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
+    add_miners: list[AddedMiner] = Field(default_factory=list)
+    tasks_per_round: int = Field(default=8, ge=1, le=256)
+    concurrency: int = Field(default=32, ge=1)
+    turn_timeout_s: float = Field(default=20.0, gt=0)
+    round_timeout_s: float = Field(default=300.0, gt=0)
+    blocks_per_round: int = Field(default=50, ge=1)
+    netuid: int = Field(default=1, ge=0)
+    workers: int = Field(default=2, ge=1, description="catalog build processes")
+    consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+
+    @field_validator("policies")
+    @classmethod
+    def _reference(cls, names: list[str]) -> list[str]:
+        from shopbench.agents.registry import POLICY_NAMES
+
+        allowed = [p for p in POLICY_NAMES if p != "offline"]  # offline needs the catalog
+        for name in names:
+            if name not in allowed:
+                raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+        return names
+
+    def catalog_dir(self) -> Path:
+        """Where the catalog is (built)."""
+        return self.catalog or self.out / f"catalog-{self.products}-s{self.seed}"
+
+
+class MinerRow(BaseModel):
+    """One line of the leaderboard (and of ``arena.json``)."""
+
+    uid: int
+    hotkey: str
+    policy: str
+    episodes: int
+    asr: float
+    process_score: float
+    ema: float
+    weight: float
+
+
+def parse_added(specs: Sequence[str]) -> list[AddedMiner]:
+    """``--add-miner URL=HOTKEY`` values as :class:`AddedMiner` (ArenaError on a bad one)."""
+    return [AddedMiner.parse(s) for s in specs]
