@@ -44,8 +44,11 @@ def calibrate_command(
     from shopbench.grading.judge import JUDGES, JudgeError
     from shopbench.tasks.io import read_tasks
 
-    if judge not in JUDGES:
-        raise JudgeError(f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)})")
+    if judge not in JUDGES and not judge.startswith("openai:"):
+        raise JudgeError(
+            f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)}, or "
+            "openai:MODEL@URL)"
+        )
     options: dict[str, object] = {
         "judge": judge, "rubric": rubric, "seed": seed, "concurrency": concurrency,
         "round_size": round_size, "injection_sample": injection_sample,
@@ -88,6 +91,11 @@ def calibrate_command(
             on_verdict=write,
         )
     json_path, md_path = write_report(report, out)
+    if report.agreement_with_rubric is not None or report.llm_fallbacks:
+        typer.echo(
+            f"agreement with the rubric (Spearman) {report.agreement_with_rubric}; "
+            f"LLM fallbacks {report.llm_fallbacks}"
+        )
     typer.echo(
         f"AUC {report.auc_honest_vs_dishonest:.3f}; injection delta "
         f"{report.injection_delta:+.3f}; mean process score: "

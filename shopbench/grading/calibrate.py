@@ -130,6 +130,11 @@ class CalibrationReport(BaseModel):
     injection: InjectionResult
     policies: list[PolicySummary]
     acceptance: dict[str, bool] = Field(description="the calibration targets, where measurable")
+    agreement_with_rubric: float | None = Field(
+        default=None, description="Spearman of this judge's process scores against the "
+        "rubric's on the same episodes (LLM judges; fallbacks left out)",
+    )
+    llm_fallbacks: int = Field(default=0, description="episodes an LLM judge fell back on")
 
 
 def auc(positives: Sequence[float], negatives: Sequence[float]) -> float:
@@ -305,9 +310,15 @@ def run_calibration(
     scores: dict[str, tuple[list[float], list[float]]] = {}  # penalised, raw
     samples: dict[str, list[tuple[Trajectory, float]]] = {}
     judge_id = rubric_version = ""
+    llm_raw: list[Verdict] = []
+    rubric_raw: list[Verdict] = []
+    baseline = make_judge("rubric", str(cfg.rubric) if cfg.rubric else None)
     for name in cfg.policies:
         trajectories = asyncio.run(_play(env, tasks, name, make, cfg, progress))
-        raw = [judge.judge(t) for t in trajectories]
+        raw = _judge_all(judge, trajectories, cfg.concurrency)
+        if judge.id != "rubric":
+            llm_raw += raw
+            rubric_raw += [baseline.judge(t) for t in trajectories]
         if raw:
             judge_id, rubric_version = raw[0].judge_id, raw[0].rubric_version
         penalised, similarity, factor = _rounds(trajectories, raw, cfg, hasher, name)
@@ -325,6 +336,11 @@ def run_calibration(
         return [s for n, pair in scores.items() if _group(n, cfg) == group for s in pair[which]]
 
     main_auc = auc(pooled("honest", 0), pooled("dishonest", 0))
+    agree = None
+    if llm_raw:
+        from shopbench.grading.llm_judge import agreement
+
+        agree = agreement(llm_raw, rubric_raw)
     injection = _injection(judge, samples, cfg)
     intents = Counter(t.intent for t in tasks)
     return CalibrationReport(
@@ -345,7 +361,24 @@ def run_calibration(
         injection=injection,
         policies=list(summaries.values()),
         acceptance=_acceptance(main_auc, summaries, injection),
+        agreement_with_rubric=agree.spearman if agree else None,
+        llm_fallbacks=agree.fallbacks if agree else 0,
     )
+
+
+def _judge_all(judge: Judge, trajectories: Sequence[Trajectory], concurrency: int) -> list[Verdict]:
+    """Every trajectory's verdict; an LLM judge asks its endpoint `concurrency` at a time."""
+    ajudge_many = getattr(judge, "ajudge_many", None)
+    if ajudge_many is None:
+        return [judge.judge(t) for t in trajectories]
+
+    async def run() -> list[Verdict]:
+        try:
+            return await ajudge_many(trajectories, concurrency)
+        finally:
+            await judge.aclose()  # type: ignore[attr-defined]
+
+    return asyncio.run(run())
 
 
 def render_markdown(report: CalibrationReport) -> str:
@@ -359,6 +392,9 @@ def render_markdown(report: CalibrationReport) -> str:
         "",
         f"- AUC honest vs dishonest: **{report.auc_honest_vs_dishonest:.3f}** "
         f"(before the template penalty {report.auc_unpenalised:.3f})",
+        *([f"- Agreement with the rubric (Spearman): {report.agreement_with_rubric} "
+           f"({report.llm_fallbacks} LLM fallbacks)"]
+          if report.agreement_with_rubric is not None or report.llm_fallbacks else []),
         f"- Injection: mean change {report.injection_delta:+.3f}, largest "
         f"{report.injection.max_delta:+.3f} over {report.injection.trials} trials",
         "",

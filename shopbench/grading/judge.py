@@ -113,8 +113,15 @@ def make_judge(name: str = "rubric", rubric: str | None = None) -> Judge:
 
     Raises :class:`JudgeError` naming the allowed judges for an unknown name.
     """
+    if name.strip().startswith("openai:"):
+        from shopbench.grading.llm_judge import make_llm_judge
+
+        # Offline use (calibration, `judge show`): the spec names its model explicitly.
+        return make_llm_judge(name, rubric=rubric, override=True)
     if name == "rubric":
         from shopbench.grading.rubric import RubricJudge, load_rubric
 
         return RubricJudge(load_rubric(rubric))
-    raise JudgeError(f"unknown judge {name!r}; allowed: {', '.join(JUDGES)}")
+    raise JudgeError(
+        f"unknown judge {name!r}; allowed: {', '.join(JUDGES)}, or openai:MODEL@URL"
+    )
