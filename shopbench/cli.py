@@ -26,6 +26,7 @@ app.add_typer(bench_app, name="bench")
 
 def _register() -> None:
     from shopbench.commands import (
+        arena,
         catalog,
         env,
         evaluate,
@@ -35,7 +36,7 @@ def _register() -> None:
         tasks,
     )
 
-    for module in (catalog, search, tasks, env, evaluate, judge, subnet_bench):
+    for module in (arena, catalog, search, tasks, env, evaluate, judge, subnet_bench):
         module.register(app, bench_app)
 
 

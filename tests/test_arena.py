@@ -165,3 +165,15 @@ def test_the_docs_use_only_real_flags() -> None:
                             assert token.split("=")[0] in flags, f"{doc}: {command} {token}"
                             checked += 1
     assert checked > 20
+
+
+def test_the_arena_alone_may_override_consensus_parameters() -> None:
+    from template.base.config import ConsensusConfig
+
+    base = ConsensusConfig()
+    changed = arena_command._consensus(base, 2.0, 0.25, 0.5)
+    assert changed.curve.exponent == 2.0 and changed.curve.burn == 0.25
+    assert changed.ema_alpha == 0.5 and changed.score == base.score
+    assert arena_command._consensus(base, None, None, None) == base
+    with pytest.raises(ArenaError, match="curve.burn"):
+        arena_command._consensus(base, None, 2.0, None)

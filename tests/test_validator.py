@@ -574,3 +574,13 @@ def test_validator_metrics_are_served_over_http() -> None:
     finally:
         server.shutdown()
     assert "shopbench_validator_turns_total 3.0" in text
+
+
+def test_the_episode_id_sent_to_the_miner_is_the_archived_one(catalog_dir: Path) -> None:
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+    from template.base.round import episode_id_of
+
+    task = build_tasks(BuildConfig(catalog=catalog_dir, intents=["product"], n=1, seed=3)).tasks[0]
+    key = bytes(range(32))
+    assert episode_id_of(key) == ShoppingEnv.open(catalog_dir).new_episode(task, key=key).id

@@ -31,6 +31,7 @@ def search_command(
 ) -> None:
     """Search a catalog as an agent's find_product does, showing catalog ids."""
     from shopbench.catalog.layout import INDEX_DIR, read_manifest
+    from shopbench.search.filters import PAGE_SIZE
     from shopbench.search.index import SearchIndex
 
     read_manifest(directory)
@@ -42,7 +43,7 @@ def search_command(
     from rich.console import Console
     from rich.table import Table
 
-    first = (page - 1) * 10 + 1
+    first = (page - 1) * PAGE_SIZE + 1
     table = Table(title=f"{query!r}: page {page}, {len(hits)} hits", title_justify="left")
     for name, justify in (("#", "right"), ("product_id", "left"), ("shop_id", "left"),
                           ("title", "left"), ("price", "right"), ("sold", "right"),

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pyarrow as pa
 import tantivy
 from pydantic import ValidationError
 
@@ -69,9 +70,11 @@ class IndexWriter:
             add_document = self._writer.add_document
             for doc in docs:
                 add_document(doc)
-        except BaseException:
+        except BaseException as e:
             # Half a batch in one store and not the other cannot be committed: give up.
             self.abort()
+            if isinstance(e, pa.ArrowException):
+                raise CatalogError(f"{self.path}: products cannot be indexed ({e})") from None
             raise
         self._rows += len(rows)
 

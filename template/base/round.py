@@ -45,6 +45,8 @@ from template.transport import MinerClient, MinerEndpoint, RemotePolicy
 log = logging.getLogger("template.round")
 ROUND_CUT = "round_deadline"
 """The failure reason of an episode that could not start before the round's deadline."""
+VALIDATOR_FAULT = "validator_error"
+"""The failure reason of an episode this validator could not play (logged with its trace)."""
 _TRANSPORT_KINDS = frozenset({"policy_error", "policy_timeout"})
 
 
@@ -165,11 +167,18 @@ async def _play(
             turn_timeout_s=cfg.turn_timeout_s + 5.0,
             episode_timeout_s=min(cfg.episode_timeout_s, left),
         )
-        trajectory = await run_episode(
-            ctx.env, task, policy, limits, key=key,
-            validator_hotkey=ctx.signer.hotkey, miner_uid=endpoint.uid,
-            miner_hotkey=endpoint.hotkey, block=block,
-        )  # fmt: skip
+        try:
+            trajectory = await run_episode(
+                ctx.env, task, policy, limits, key=key,
+                validator_hotkey=ctx.signer.hotkey, miner_uid=endpoint.uid,
+                miner_hotkey=endpoint.hotkey, block=block,
+            )  # fmt: skip
+        except Exception:
+            # The episode loop absorbs everything a miner does; what escapes it is a fault
+            # of this validator (its environment, its catalog), which must cost one episode
+            # and be seen in the logs, not end the round.
+            log.exception("episode of task %s with uid %d failed", task.id, endpoint.uid)
+            return None, Counter({VALIDATOR_FAULT: 1}), []
     return trajectory, _failures(trajectory, policy.reasons), [t.latency_ms for t in remote.turns]
 
 
