@@ -113,7 +113,22 @@ def _validator_config(config: ArenaConfig, state_dir: Path) -> ValidatorConfig:
         weights_interval_blocks=config.blocks_per_round, metrics_port=0,
         clock=ClockConfig(ntp_servers=[]),
     )  # fmt: skip
-    return ValidatorConfig(netuid=config.netuid, neuron=neuron, consensus=config.consensus)
+    consensus = config.consensus
+    if config.judge is not None:
+        from shopbench.grading.llm_judge import parse_judge_spec
+        from template.base.config import LLMJudgeSection
+
+        endpoints = parse_judge_spec(config.judge)
+        pins: dict[str, object] = {"model": endpoints[0].model, "revision": ""}
+        if config.judge_budget is not None:
+            pins["prompt_budget_tokens"] = config.judge_budget
+        consensus = consensus.model_copy(
+            update={"llm_judge": consensus.llm_judge.model_copy(update=pins)}
+        )
+        neuron = neuron.model_copy(update={"llm_judge": LLMJudgeSection(
+            urls=[e.base_url for e in endpoints], sample_rate=config.judge_rate,
+        )})
+    return ValidatorConfig(netuid=config.netuid, neuron=neuron, consensus=consensus)
 
 
 class Arena:

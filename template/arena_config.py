@@ -90,6 +90,26 @@ class ArenaConfig(BaseModel):
     netuid: int = Field(default=1, ge=0)
     workers: int = Field(default=2, ge=1, description="catalog build processes")
     consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+    judge: str | None = Field(
+        default=None, description="openai:MODEL@URL[,...]: an LLM judge reads a sample of "
+        "each round's episodes (a consensus override: the arena judges with this model)",
+    )  # fmt: skip
+    judge_rate: float = Field(default=0.25, ge=0, le=1, description="share of tasks it reads")
+    judge_budget: int | None = Field(
+        default=None, ge=1024, description="its prompt budget in tokens (default: the "
+        "release's; lower it for a small server context)",
+    )  # fmt: skip
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_spec(cls, spec: str | None) -> str | None:
+        if spec is not None:
+            from shopbench.grading.llm_judge import parse_judge_spec
+
+            models = {e.model for e in parse_judge_spec(spec)}
+            if len(models) != 1:
+                raise ValueError(f"the arena's judge serves one model, got {sorted(models)}")
+        return spec
 
     @field_validator("policies")
     @classmethod

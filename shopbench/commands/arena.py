@@ -58,6 +58,17 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             False, "--print-hotkey", help="print the arena validator's hotkey and exit"
         ),
         quiet: bool = typer.Option(False, "--quiet", help="no progress or leaderboard"),
+        judge: str | None = typer.Option(
+            None, "--judge", help="openai:MODEL@URL: an LLM judge also reads a sample of "
+            "each round's episodes (combined with the rubric's verdict)",
+        ),  # fmt: skip
+        judge_rate: float = typer.Option(
+            0.25, "--judge-rate", help="share of each round's tasks the LLM judge reads"
+        ),
+        judge_budget: int | None = typer.Option(
+            None, "--judge-budget", help="the LLM judge's prompt budget in tokens (lower it "
+            "for a server with a short context)",
+        ),  # fmt: skip
     ) -> None:
         """Run a whole subnet here: a local chain, miner processes, the real validator."""
         from template.arena import ArenaConfig, parse_added, run_arena, validator_hotkey
@@ -73,6 +84,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
             "tasks_per_round": tasks_per_round, "concurrency": concurrency,
             "turn_timeout_s": turn_timeout, "consensus": consensus,
+            "judge": judge, "judge_rate": judge_rate, "judge_budget": judge_budget,
         }  # fmt: skip
         if policies:
             options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]

@@ -20,6 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shopbench.grading.combine import CombineRule
+from shopbench.grading.llm.release import RELEASE, JudgeRelease
 from shopbench.grading.score import ScoreFormula
 from shopbench.grading.template_penalty import TemplateConfig
 from shopbench.tasks.model import INTENTS, Intent
@@ -104,6 +106,31 @@ class ConsensusConfig(_Section):
     ema_alpha: float = Field(
         default=0.1, gt=0, le=1, description="weight of the newest round in a miner's EMA"
     )
+    llm_judge: JudgeRelease = Field(
+        default=RELEASE, description="the LLM judge's pins: model, revision, prompt, rubric"
+    )
+    combine: CombineRule = Field(
+        default_factory=CombineRule, description="how an LLM verdict moves the rubric's score"
+    )
+
+
+class LLMJudgeSection(_Section):
+    """The validator's LLM judge servers; without any, the rubric judges alone."""
+
+    urls: list[str] = Field(
+        default_factory=list, description="OpenAI-compatible API roots serving the release's "
+        "judge model, e.g. http://127.0.0.1:8000/v1 (several: a median ensemble)",
+    )  # fmt: skip
+    sample_rate: float = Field(
+        default=0.25, ge=0, le=1, description="share of each round's tasks the LLM judge reads"
+    )
+    deadline_s: float = Field(
+        default=600.0, gt=0, description="seconds a round's LLM judgements may take"
+    )
+    quorum: int = Field(default=1, ge=1, description="judge servers that must answer")
+    cache_dir: str | None = Field(
+        default=None, description="verdict cache (default: FULL_PATH/judge-cache)"
+    )
 
 
 class ValidatorNeuronConfig(_Section):
@@ -161,6 +188,9 @@ class ValidatorNeuronConfig(_Section):
     )
     metrics_host: str = Field(default="0.0.0.0", description="address /metrics binds")
     clock: ClockConfig = Field(default_factory=ClockConfig, description="start-up clock check")
+    llm_judge: LLMJudgeSection = Field(
+        default_factory=LLMJudgeSection, description="the LLM judge's servers"
+    )
 
 
 class ValidatorConfig(BaseModel):

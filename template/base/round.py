@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.messages import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
+from shopbench.grading.combine import RoundJudge
 from shopbench.grading.judge import Judge
 from shopbench.grading.score import with_judgement
 from shopbench.grading.template_penalty import MinHasher, miner_template, penalise, reasoning_of
@@ -108,6 +109,8 @@ class RoundContext:
     limits: RoundLimits
     on_episode: Callable[[int, Trajectory | None], None] | None = None
     on_archived: Callable[[Sequence[Trajectory]], None] | None = None
+    round_judge: RoundJudge | None = None  # the rubric, and the LLM on a sample
+    llm_picked: frozenset[str] = frozenset()  # the round's tasks the LLM reads
 
 
 def episode_id_of(key: bytes) -> str:
@@ -191,10 +194,19 @@ async def _judge_and_archive(
         str(uid), [(t.task_id, reasoning_of(t)) for t in trajectories], consensus.template, hasher
     )
     scored: list[Trajectory] = []
-    for t in trajectories:
+    verdicts = None
+    if ctx.round_judge is not None and ctx.llm_picked:
         started = time.perf_counter()
-        verdict = ctx.judge.judge(t)
-        ctx.metrics.judge_seconds.observe(time.perf_counter() - started)
+        verdicts = await ctx.round_judge.judge(trajectories, ctx.llm_picked)
+        for _ in trajectories:
+            ctx.metrics.judge_seconds.observe((time.perf_counter() - started) / len(trajectories))
+    for i, t in enumerate(trajectories):
+        if verdicts is not None:
+            verdict = verdicts[i]
+        else:
+            started = time.perf_counter()
+            verdict = ctx.judge.judge(t)
+            ctx.metrics.judge_seconds.observe(time.perf_counter() - started)
         verdict = penalise(verdict, report.factor)
         scored.append(sign_trajectory(with_judgement(t, verdict, consensus.score), ctx.signer))
         await asyncio.sleep(0)  # let the other miners' turns through between judgements

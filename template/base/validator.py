@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.judge import make_judge
+from shopbench.grading.combine import LLMSampling, RoundJudge
+from shopbench.grading.judge import Judge, make_judge
 from shopbench.signing import Signer
 from shopbench.trajectory import Trajectory
 from template.base.config import ValidatorConfig
@@ -130,6 +131,7 @@ class Validator:
             **(rotation_options or {}),
         )  # fmt: skip
         self.judge = make_judge(config.consensus.judge, config.consensus.rubric)
+        self.round_judge = _round_judge(config, self.judge)
         self.weights_backoff = Backoff(n.chain_retry_s, n.chain_retry_max_s, clock)
         self.metagraph: MetagraphView | None = None
         self.block: int | None = None
@@ -155,6 +157,13 @@ class Validator:
         self._open_catalog()
         await self.rotator.publish(self.chain)
         self.save()
+        if self.round_judge.llm is not None:
+            for check in await self.round_judge.llm.check_endpoints():
+                if check.ok:
+                    log.info("LLM judge endpoint: %s", check.reason)
+                else:
+                    log.error("LLM judge endpoint refused, the rubric judges alone: %s",
+                              check.reason)
 
     def _open_catalog(self) -> None:
         gen = self.state.rotation.current
@@ -292,6 +301,11 @@ class Validator:
         n = self.config.neuron
         tasks = await asyncio.to_thread(self.bank.draw, epoch, self.state.round, n.tasks_per_round)
         miners = self.pick()
+        gen = self.state.rotation.current
+        secret = derived_seed(gen.seed, "shopbench/llm-sample") if gen is not None else 0
+        picked = self.round_judge.pick(
+            [t.id for t in tasks], f"{secret}:{self.state.round}".encode()
+        )
         ctx = RoundContext(
             env=self.env, client=self.client(), judge=self.judge,
             consensus=self.config.consensus, signer=self.signer, sink=self.sink,
@@ -301,6 +315,7 @@ class Validator:
                 round_timeout_s=n.round_timeout_s, concurrency=n.concurrency,
             ),
             on_episode=self.on_episode, on_archived=self.on_archived,
+            round_judge=self.round_judge, llm_picked=picked,
         )  # fmt: skip
         log.info(
             "round %d: %d miners x %d tasks (epoch %d)", self.state.round, len(miners),
@@ -365,3 +380,20 @@ async def run_validator(config: ValidatorConfig) -> None:
             task.cancel()
         await asyncio.gather(runner, stopper, return_exceptions=True)
         await validator.close()
+
+
+def _round_judge(config: ValidatorConfig, rubric: Judge) -> RoundJudge:
+    """The rubric, with the LLM judge on a sample when judge servers are configured."""
+    section = config.neuron.llm_judge
+    llm = None
+    if section.urls:
+        from shopbench.grading.llm_judge import make_llm_judge
+
+        release = config.consensus.llm_judge
+        llm = make_llm_judge(
+            ",".join(f"openai:{release.model}@{url}" for url in section.urls),
+            release=release, quorum=section.quorum,
+            cache_dir=section.cache_dir or config.state_dir / "judge-cache",
+        )  # fmt: skip
+    sampling = LLMSampling(rate=section.sample_rate, round_deadline_s=section.deadline_s)
+    return RoundJudge(rubric, llm, sampling, config.consensus.combine)
