@@ -80,6 +80,17 @@ def test_identical_build_is_reused(tmp_path: Path) -> None:
     assert Catalog.open(out).manifest.n_products == 700
 
 
+def test_build_replaces_an_index_this_version_cannot_read(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    build_catalog(out, 600, seed=3, chunk_size=500, workers=1)
+    marker = out / "index" / "shopbench-index.json"
+    marker.write_text(json.dumps({"index_format": 1, "products": 600}))
+    with pytest.raises(CatalogError):
+        Catalog.open(out)
+    rebuilt = build_catalog(out, 600, seed=3, chunk_size=500, workers=1)
+    assert len(rebuilt.index) == 600
+
+
 def test_random_seed_when_none_given(tmp_path: Path) -> None:
     a = build_catalog(tmp_path / "a", 300, workers=1)
     b = build_catalog(tmp_path / "b", 300, workers=1)

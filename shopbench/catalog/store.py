@@ -204,9 +204,14 @@ def build_catalog(
         except CatalogError:
             old = None
         if old and old.seed_hash == seed_hash(secret) and old.build_params == params:
-            if progress:
-                progress(n_products)
-            return Catalog.open(out)
+            try:
+                reused = Catalog.open(out)
+            except CatalogError:
+                reused = None  # same products, but an index this version cannot read: rebuild
+            if reused is not None:
+                if progress:
+                    progress(n_products)
+                return reused
 
     cfg = GeneratorConfig(seed=secret, n_products=n_products, chunk_size=chunk_size)
     staging = _prepare_out(out)
