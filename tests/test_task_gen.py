@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +271,34 @@ def test_read_back_tasks_equal_the_generated_ones(built: BuildResult, tmp_path: 
     path = tmp_path / "t.jsonl"
     write_tasks(path, built.tasks)
     assert read_tasks(path).tasks == built.tasks
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shopbench.cli", "tasks", *args],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_cli_builds_validates_and_rejects_bad_input_in_one_line(
+    catalog_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "t.jsonl"
+    built = _cli("build", "--catalog", str(catalog_dir), "--n", "3", "--seed", "1",
+                 "--out", str(out))  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert "knowledge: 3/3 tasks" in built.stdout and "wrote 12 tasks" in built.stdout
+    checked = _cli("validate", "--catalog", str(catalog_dir), str(out))
+    assert checked.returncode == 0 and "12/12 tasks valid; all valid" in checked.stdout
+
+    for args, message in [
+        (["--n", "0"], "error: --n must be at least 1, got 0"),
+        (["--n", "2", "--intents", "product,bogus"], "error: unknown intent 'bogus'"),
+        (["--n", "2", "--split", "test"], "error: --split 'test' is not a split"),
+    ]:
+        bad = _cli("build", "--catalog", str(catalog_dir), "--out", str(out), *args)
+        assert bad.returncode == 2 and bad.stderr.startswith(message), bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+    missing = _cli("build", "--catalog", str(tmp_path / "nope"), "--n", "1", "--out", str(out))
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"error: {tmp_path / 'nope'}: catalog directory does not exist"

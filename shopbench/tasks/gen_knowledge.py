@@ -46,7 +46,8 @@ class Question(BaseModel):
 
 
 def question_bank(s: Sampler) -> dict[KnowledgeKind, list[Question]]:
-    """The questions the catalog's knowledge corpus answers unambiguously (cached)."""
+    """The questions the catalog's knowledge corpus answers unambiguously, brand questions
+    only where the brand has an eligible product (cached)."""
     cached: dict[KnowledgeKind, list[Question]] | None = s.memo.get("question_bank")
     if cached is not None:
         return cached
@@ -67,8 +68,8 @@ def question_bank(s: Sampler) -> dict[KnowledgeKind, list[Question]]:
     brands: list[Question] = []
     for brand in sorted(year):
         c = city.get(brand)
-        if c is None:
-            continue
+        if c is None or not len(s.pool.brand_rows(brand)):
+            continue  # unknown city, or no eligible product to buy
         # Unambiguous only if every other brand of that city is known to differ in year.
         rivals = [b for b in by_city[c.casefold()] if b != brand]
         if all(b in year and year[b] != year[brand] for b in rivals):
@@ -111,7 +112,13 @@ def _line_target(s: Sampler, q: Question, rng: random.Random) -> Product | None:
     hits = s.index.search(q.entity, window=_LINE_SEARCH_WINDOW)
     found = [p for p in s.index.get([h.product_id for h in hits]) if p is not None]
     # A product of the line names the line in its description and states the material.
-    ok = [p for p in found if q.entity.lower() in p.description.lower() and carries(p, q.answer)]
+    ok = [
+        p
+        for p in found
+        if s.pool.eligible_group(p.group_key)
+        and q.entity.lower() in p.description.lower()
+        and carries(p, q.answer)
+    ]
     return rng.choice(ok) if ok else None
 
 

@@ -111,7 +111,7 @@ class BuildResult(BaseModel):
 class _Context:
     """Everything one process needs to generate: catalog, pool, split and rotation."""
 
-    def __init__(self, cfg: BuildConfig, *, screening: bool = True) -> None:
+    def __init__(self, cfg: BuildConfig) -> None:
         self.cfg = cfg
         self.catalog = Catalog.open(cfg.catalog)
         self.rule = SplitRule(forced=cfg.forced_heldout)
@@ -123,8 +123,7 @@ class _Context:
         self._group_ok: dict[str, bool] = {}
         self._heldout: dict[str, bool] = {}
         pool = Pool(self.catalog, self.target_ok)
-        if screening:
-            pool.load_pair_text(self.catalog)
+        pool.load_pair_text(self.catalog)
         self.sampler = Sampler(pool, self.catalog.index, self.catalog.knowledge)
         self.phrasings_version = load_phrasings().version
 
@@ -293,6 +292,11 @@ def _worker_run(unit: _Unit) -> _Unit:
     return _run_unit(_WORKER, unit)
 
 
+def _worker_support(intent: Intent) -> str | None:
+    assert _WORKER is not None, "worker not initialised"
+    return _WORKER.support(intent)
+
+
 def _units(cfg: BuildConfig, intent: Intent) -> Iterator[_Unit]:
     for start in range(0, cfg.n, cfg.chunk):
         yield _Unit(intent=intent, start=start, stop=min(start + cfg.chunk, cfg.n))
@@ -319,37 +323,72 @@ def build_tasks(cfg: BuildConfig, progress: Progress | None = None) -> BuildResu
     for intent in cfg.intents:
         if intent not in INTENTS:
             raise TaskError(f"unknown intent {intent!r} (allowed: {', '.join(INTENTS)})")
-    # With workers, this process only checks support: it needs no screening data.
-    ctx = _Context(cfg, screening=cfg.workers == 1)
+    runner: _Inline | _Workers = _Workers(cfg) if cfg.workers > 1 else _Inline(cfg)
     reports: list[IntentReport] = []
     tasks: list[Task] = []
-    pool = None
     try:
-        if cfg.workers > 1:
-            pool = ProcessPoolExecutor(
-                max_workers=cfg.workers, mp_context=get_context("spawn"),
-                initializer=_worker_init, initargs=(cfg,),
-            )  # fmt: skip
         for intent in cfg.intents:
-            report, got = _build_intent(ctx, intent, pool, progress)
+            report, got = _build_intent(cfg, runner, intent, progress)
             reports.append(report)
             tasks += got
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        runner.close()
     return BuildResult(tasks=tasks, reports=reports)
 
 
+class _Inline:
+    """Generation in this process."""
+
+    def __init__(self, cfg: BuildConfig) -> None:
+        self.ctx = _Context(cfg)
+
+    def support(self, intent: Intent) -> str | None:
+        return self.ctx.support(intent)
+
+    def run(self, units: Iterator[_Unit]) -> Iterator[_Unit]:
+        for unit in units:
+            yield _run_unit(self.ctx, unit)
+
+    def close(self) -> None:
+        pass
+
+
+class _Workers:
+    """Generation in worker processes, each with its own context; results come in order."""
+
+    def __init__(self, cfg: BuildConfig) -> None:
+        Catalog.open(cfg.catalog)  # a missing or broken catalog fails here, as one line
+        self.ahead = 2 * cfg.workers
+        self.pool = ProcessPoolExecutor(
+            max_workers=cfg.workers, mp_context=get_context("spawn"),
+            initializer=_worker_init, initargs=(cfg,),
+        )  # fmt: skip
+
+    def support(self, intent: Intent) -> str | None:
+        return self.pool.submit(_worker_support, intent).result()
+
+    def run(self, units: Iterator[_Unit]) -> Iterator[_Unit]:
+        pending: list[Future[_Unit]] = []
+        for unit in units:
+            pending.append(self.pool.submit(_worker_run, unit))
+            if len(pending) > self.ahead:
+                yield pending.pop(0).result()
+        while pending:
+            yield pending.pop(0).result()
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+
 def _build_intent(
-    ctx: _Context, intent: Intent, pool: ProcessPoolExecutor | None, progress: Progress | None
+    cfg: BuildConfig, runner: _Inline | _Workers, intent: Intent, progress: Progress | None
 ) -> tuple[IntentReport, list[Task]]:
-    cfg = ctx.cfg
-    unsupported = ctx.support(intent)
+    unsupported = runner.support(intent)
     reasons: Counter[str] = Counter()
     tasks: list[Task] = []
     attempts = 0
     if unsupported is None:
-        for done in _ordered(ctx, _units(cfg, intent), pool):
+        for done in runner.run(_units(cfg, intent)):
             tasks += done.tasks
             attempts += done.attempts
             reasons.update(done.rejections)
@@ -367,21 +406,3 @@ def _build_intent(
         unsupported=unsupported,
     )
     return report, tasks
-
-
-def _ordered(
-    ctx: _Context, units: Iterator[_Unit], pool: ProcessPoolExecutor | None
-) -> Iterator[_Unit]:
-    """Units done in order: inline, or by the worker pool with a bounded look-ahead."""
-    if pool is None:
-        for unit in units:
-            yield _run_unit(ctx, unit)
-        return
-    pending: list[Future[_Unit]] = []
-    ahead = 2 * ctx.cfg.workers
-    for unit in units:
-        pending.append(pool.submit(_worker_run, unit))
-        if len(pending) > ahead:
-            yield pending.pop(0).result()
-    while pending:
-        yield pending.pop(0).result()

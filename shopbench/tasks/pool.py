@@ -68,6 +68,8 @@ class Pool:
         for code, name in enumerate(brands):
             self._brand_code.setdefault(name.strip().lower(), []).append(code)
         ok = np.array([eligible(k) for k in self.group_keys], dtype=bool)
+        self._eligible_groups = {k for k, good in zip(self.group_keys, ok.tolist(), strict=True)
+                                 if good}  # fmt: skip
         self.rows = np.flatnonzero(ok[self.row_group]).astype(np.int64)
         self._index_shops()
 
@@ -79,6 +81,7 @@ class Pool:
         self.shop_ids = []
         self.row_brand = np.zeros(0, dtype=np.int32)
         self._brand_code = {}
+        self._eligible_groups = set()
         self.rows = np.zeros(0, dtype=np.int64)
         self._index_shops()
 
@@ -128,18 +131,17 @@ class Pool:
 
     def rows_of(self, product_ids: Sequence[str]) -> list[int | None]:
         """The rows of these product ids (None for an id not in the catalog)."""
+        if not product_ids:
+            return []
+        wanted = [int(p) if p.isdigit() and len(p) <= 19 else 0 for p in product_ids]
+        keys = np.array(wanted, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(self._id_sorted, keys), len(self._id_sorted) - 1)
+        rows = self._id_order[at]
+        hit = self._id_sorted[at] == keys
         out: list[int | None] = []
-        for pid in product_ids:
-            if not pid.isdigit() or len(pid) > 19:
-                out.append(None)
-                continue
-            n = np.uint64(int(pid))
-            at = int(np.searchsorted(self._id_sorted, n))
-            if at < len(self._id_sorted) and self._id_sorted[at] == n:
-                row = int(self._id_order[at])
-                out.append(row if self.product_id(row) == pid else None)
-            else:
-                out.append(None)
+        for pid, row, ok in zip(product_ids, rows.tolist(), hit.tolist(), strict=True):
+            # Equal numbers can differ as text ("007" vs "7"): confirm the id itself.
+            out.append(row if ok and self.product_id(row) == pid else None)
         return out
 
     def may_have_pairs(self, row: int, pairs: Sequence[tuple[str, str]]) -> bool:
@@ -161,6 +163,10 @@ class Pool:
     def n_groups(self) -> int:
         """Distinct product groups in the catalog."""
         return len(self.group_keys)
+
+    def eligible_group(self, group_key: str) -> bool:
+        """Whether products of this group may be targets."""
+        return group_key in self._eligible_groups
 
     def product_id(self, row: int) -> str:
         """The catalog id of a row."""

@@ -236,10 +236,13 @@ def satisfying_set(
     if hits is None:
         hits = slot_search(index, task, i, window)
     screen = TitleScreen(m, slot.title, knowledge=knowledge)
-    titled = [h.product_id for h in hits if screen.may_match(h.title) and screen.matches(h.title)]
+    # Cheapest checks first: the title bound, then the caller's screen, then the exact title.
+    maybe = [h for h in hits if screen.may_match(h.title)]
     wanted = [] if knowledge else slot_pairs(slot)
-    if screen_ids is not None and titled:
-        titled = [pid for pid, ok in zip(titled, screen_ids(titled, wanted), strict=True) if ok]
+    if screen_ids is not None and maybe:
+        verdicts = screen_ids([h.product_id for h in maybe], wanted)
+        maybe = [h for h, ok in zip(maybe, verdicts, strict=True) if ok]
+    titled = [h.product_id for h in maybe if screen.matches(h.title)]
     ids = [
         p.product_id
         for p in index.get(titled)
