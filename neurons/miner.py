@@ -7,25 +7,16 @@ environment variable and a ``--config FILE`` key; see ``--help`` and docs/miner.
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the config and serve until SIGINT/SIGTERM; errors are one line."""
-    from shopbench.errors import ShopbenchError
     from template.base.config import miner_config
     from template.base.miner import run_miner
-    from template.base.neuron import configure_logging
+    from template.base.neuron import run_entry
 
-    try:
-        config = miner_config(argv)
-        configure_logging(config.logging)
-        asyncio.run(run_miner(config))
-    except ShopbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    run_entry(miner_config, run_miner, argv)
 
 
 if __name__ == "__main__":

@@ -6,25 +6,16 @@ Every flag has a ``SHOPBENCH_*`` environment variable and a ``--config FILE`` ke
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the config and run the validator until SIGINT/SIGTERM; errors are one line."""
-    from shopbench.errors import ShopbenchError
     from template.base.config import validator_config
-    from template.base.neuron import configure_logging
+    from template.base.neuron import run_entry
     from template.base.validator import run_validator
 
-    try:
-        config = validator_config(argv)
-        configure_logging(config.logging)
-        asyncio.run(run_validator(config))
-    except ShopbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        raise SystemExit(2) from None
+    run_entry(validator_config, run_validator, argv)
 
 
 if __name__ == "__main__":

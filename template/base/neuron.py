@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -140,3 +141,24 @@ class Backoff:
         """Record a success: the next failure waits the first delay again."""
         self.failures = 0
         self._next = 0.0
+
+
+def run_entry(
+    parse: Callable[[Sequence[str] | None], Any],
+    run: Callable[[Any], Awaitable[Any]],
+    argv: Sequence[str] | None = None,
+) -> None:
+    """The neurons' shared entry: parse the config, set up logging, run until stopped.
+
+    A shopbench error (bad flag value, unreadable wallet, clock off) becomes one line on
+    stderr and exit status 2.
+    """
+    import asyncio
+
+    try:
+        config = parse(argv)
+        configure_logging(config.logging)
+        asyncio.run(run(config))
+    except ShopbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
