@@ -8,27 +8,9 @@ from typing import Annotated
 
 import typer
 
+from shopbench.commands.progress import progress_bar
+
 catalog_app = typer.Typer(help="Build, import and inspect product catalogs.", no_args_is_help=True)
-
-
-def _progress_bar(total: int | None, label: str):  # type: ignore[no-untyped-def]
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        transient=False,
-    )
 
 
 @catalog_app.command("build")
@@ -50,8 +32,8 @@ def build(
     if quiet:
         cat = build_catalog(out, products, seed, chunk_size=chunk_size, workers=workers)
     else:
-        with _progress_bar(products, "building") as bar:
-            task = bar.add_task("build", total=products)
+        with progress_bar() as bar:
+            task = bar.add_task("building", total=products)
             cat = build_catalog(
                 out, products, seed, chunk_size=chunk_size, workers=workers,
                 progress=lambda n: bar.advance(task, n),
@@ -76,8 +58,8 @@ def import_(
     if quiet:
         _, report = import_catalog(file, out, strict=strict)
     else:
-        with _progress_bar(None, "importing") as bar:
-            task = bar.add_task("import", total=None)
+        with progress_bar() as bar:
+            task = bar.add_task("importing", total=None)
             _, report = import_catalog(
                 file, out, strict=strict, progress=lambda n: bar.advance(task, n)
             )

@@ -70,20 +70,11 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         if quiet:
             trajectories, seconds = run_evaluation(env, chosen, make, config)
         else:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import TextColumn
 
-            with Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("ASR {task.fields[asr]:.3f}"), TimeElapsedColumn(),
-                TimeRemainingColumn(),
-            ) as bar:
+            from shopbench.commands.progress import progress_bar
+
+            with progress_bar(TextColumn("ASR {task.fields[asr]:.3f}")) as bar:
                 job = bar.add_task(policy, total=total, asr=0.0)
                 wins = [0, 0]
 

@@ -68,11 +68,9 @@ def bench_search_command(
     from bench.search import SearchBenchConfig, run
 
     result = run(SearchBenchConfig(catalog=catalog, queries=queries, threads=threads, seed=seed))
-    if as_json:
-        typer.echo(result.model_dump_json())
-        return
-    for k, v in result.model_dump().items():
-        typer.echo(f"{k:>16}: {v}")
+    from shopbench.commands.progress import echo_result
+
+    echo_result(result, as_json)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
