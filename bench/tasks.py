@@ -70,7 +70,11 @@ def run(cfg: TaskBenchConfig) -> TaskBenchResult:
     """Build the tasks once and time it."""
     manifest = read_manifest(cfg.catalog)
     build = BuildConfig(
-        catalog=cfg.catalog, intents=cfg.intents, n=cfg.n, seed=cfg.seed, workers=cfg.workers,
+        catalog=cfg.catalog,
+        intents=cfg.intents,
+        n=cfg.n,
+        seed=cfg.seed,
+        workers=cfg.workers,
         satisfy_window=cfg.window,
     )
     t0 = time.perf_counter()

@@ -94,8 +94,11 @@ def test_queries_state_every_graded_constraint(built: BuildResult) -> None:
         for slot in task.reward:
             for option in slot.sku_options or []:
                 for k, v in option.items():
-                    assert re.search(rf"{re.escape(attribute_label(k))}(?::| is| of)? "
-                                     rf"{re.escape(v)}", task.query), (k, v, task.query)
+                    assert re.search(
+                        rf"{re.escape(attribute_label(k))}(?::| is| of)? "
+                        rf"{re.escape(v)}",
+                        task.query,
+                    ), (k, v, task.query)
             for attr in slot.attributes or []:
                 for k, vs in attr.items():
                     for v in vs:
@@ -103,7 +106,8 @@ def test_queries_state_every_graded_constraint(built: BuildResult) -> None:
             for b in slot.price or []:
                 for n in (b.lo, b.hi):
                     if n is not None:
-                        assert re.search(rf"(?<![\d,]){int(n):,}(?![\d,])|(?<!\d){int(n)}(?!\d)",
+                        number = rf"(?:{int(n):,}|{int(n)})"
+                        assert re.search(rf"(?<!\d)(?<!\d,){number}(?!\d)(?!,\d)",
                                          task.query), (n, task.query)  # fmt: skip
             names = {"official": "official|LazMall", "freeShipping": "free shipping|free delivery",
                      "COD": "COD|cash on delivery", "flashsale": "flash sale|LazFlash"}  # fmt: skip
@@ -302,3 +306,20 @@ def test_cli_builds_validates_and_rejects_bad_input_in_one_line(
     missing = _cli("build", "--catalog", str(tmp_path / "nope"), "--n", "1", "--out", str(out))
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"error: {tmp_path / 'nope'}: catalog directory does not exist"
+
+
+def test_pool_finds_rows_by_id_and_screens_pairs_it_stores(catalog: Any) -> None:
+    from shopbench.tasks.pool import Pool
+
+    pool = Pool(catalog, lambda group: True)
+    assert pool.load_pair_text(catalog) and len(pool) == len(catalog)
+    products = next(catalog.iter_products(batch_size=300))
+    rows = pool.rows_of([p.product_id for p in products] + ["1", "x", "0" + products[0].product_id])
+    assert rows[-3:] == [None, None, None]
+    for p, row in zip(products, rows, strict=False):
+        assert row is not None and pool.product_id(row) == p.product_id
+        assert pool.group_of(row) == p.group_key
+        own = [(k, v) for k, vs in p.attributes.items() for v in vs]
+        own += [(k, v) for o in p.sku_options.values() for k, v in o.items()]
+        assert pool.may_have_pairs(row, own)
+        assert not pool.may_have_pairs(row, [("color_family", "no such colour")])

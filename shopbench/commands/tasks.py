@@ -178,8 +178,10 @@ def validate_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
 ) -> None:
-    """Re-check every task against the catalog (grader, satisfying sets, findability,
-    split, clusters), without any model; exit status 1 when a task fails."""
+    """Re-check every task against the catalog, without any model; exit status 1 on a fault.
+
+    Checked: targets pass their grader, satisfying sets, findability, the split, clusters.
+    """
     from shopbench.catalog.store import Catalog
     from shopbench.tasks.io import read_tasks
     from shopbench.tasks.split import SplitRule, target_groups

@@ -26,7 +26,7 @@ class ConstraintOdds(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     sku: float = Field(default=0.5, ge=0, le=1, description="ask for one SKU option")
-    attribute: float = Field(default=0.45, ge=0, le=1, description="ask for each attribute")
+    attribute: float = Field(default=0.4, ge=0, le=1, description="ask for each attribute")
     service: float = Field(default=0.5, ge=0, le=1, description="ask for each service")
     price: float = Field(default=0.5, ge=0, le=1, description="ask for one price bound")
     price_modes: dict[str, float] = Field(

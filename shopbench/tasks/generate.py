@@ -186,15 +186,22 @@ class _Context:
         return "in the live split"
 
 
-def task_id(seed: int, intent: Intent, index: int) -> str:
-    """The task's id: a keyed hash of (intent, index) under the seed (reveals no seed)."""
-    mac = hmac.new(str(seed).encode(), f"{intent}:{index}".encode(), hashlib.sha256)
+def build_scope(cfg: BuildConfig) -> str:
+    """What besides the seed tells builds apart: the split and the epoch. A validator that
+    keeps its seed across epochs still gets new task ids and draws each epoch."""
+    return f"{cfg.split}/{'-' if cfg.epoch is None else cfg.epoch}"
+
+
+def task_id(seed: int, scope: str, intent: Intent, index: int) -> str:
+    """The task's id: a keyed hash of (scope, intent, index) under the seed (which it does
+    not reveal)."""
+    mac = hmac.new(str(seed).encode(), f"{scope}:{intent}:{index}".encode(), hashlib.sha256)
     return f"{intent}-{mac.hexdigest()[:16]}"
 
 
-def task_rng(seed: int, intent: Intent, index: int) -> random.Random:
+def task_rng(seed: int, scope: str, intent: Intent, index: int) -> random.Random:
     """The random generator of one task index (a string seed hashes the same everywhere)."""
-    return random.Random(f"shopbench-tasks/{GENERATOR_VERSION}/{seed}/{intent}/{index}")
+    return random.Random(f"shopbench-tasks/{GENERATOR_VERSION}/{seed}/{scope}/{intent}/{index}")
 
 
 def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
@@ -217,7 +224,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
     if draft.knowledge_attribute is not None:
         kinds += [f"knowledge:{draft.meta.get('knowledge_kind', '')}"]
     task = Task(
-        id=task_id(cfg.seed, draft.intent, index),
+        id=task_id(cfg.seed, build_scope(cfg), draft.intent, index),
         intent=draft.intent,
         query=draft.query,
         split=cfg.split,
@@ -264,7 +271,7 @@ def _run_unit(ctx: _Context, unit: _Unit) -> _Unit:
     tasks: list[Task] = []
     attempts = 0
     for index in range(unit.start, unit.stop):
-        rng = task_rng(ctx.cfg.seed, unit.intent, index)
+        rng = task_rng(ctx.cfg.seed, build_scope(ctx.cfg), unit.intent, index)
         for _ in range(ctx.cfg.max_attempts):
             attempts += 1
             got = drafter(ctx.sampler, rng)

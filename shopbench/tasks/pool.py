@@ -1,9 +1,11 @@
 """The sampling pool: which catalog rows may be a task's target, read column-wise.
 
-A million products never become a million Python objects here: the pool reads five columns
-of the catalog's Parquet parts, maps each row to its product group (leaf × brand) and its
-shop as integers, and keeps numpy arrays of the rows a task may target. A target is then
-fetched from the search index by id, one product at a time.
+A million products never become a million Python objects here: the pool reads four columns
+of the catalog's Parquet parts, maps each row to its product group (leaf × brand), shop and
+brand as integers, and keeps numpy arrays of the rows a task may target. A target is then
+fetched from the search index by id, one product at a time. Optionally
+(:meth:`Pool.load_pair_text`) it also keeps every row's stored SKU and attribute JSON and an
+id → row index, so satisfying-set candidates can be screened without loading them.
 """
 
 from __future__ import annotations
@@ -91,9 +93,11 @@ class Pool:
         order = np.argsort(shops, kind="stable")
         self._by_shop = self.rows[order]
         sorted_shops = shops[order]
-        starts = np.flatnonzero(np.r_[True, sorted_shops[1:] != sorted_shops[:-1]]) if len(
-            sorted_shops
-        ) else np.zeros(0, dtype=np.int64)
+        starts = (
+            np.flatnonzero(np.r_[True, sorted_shops[1:] != sorted_shops[:-1]])
+            if len(sorted_shops)
+            else np.zeros(0, dtype=np.int64)
+        )
         ends = np.r_[starts[1:], len(sorted_shops)] if len(starts) else starts
         self._shop_start = starts
         self._shop_count = ends - starts

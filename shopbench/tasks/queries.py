@@ -77,7 +77,17 @@ SERVICE_WORDS: tuple[str, ...] = (
     "flash sale", "flashsale", "lazflash", "lazmall", "cod",
 )  # fmt: skip
 _SALES_WORDS = MARKETPLACE_NOISE - {
-    "for", "with", "and", "the", "of", "a", "an", "to", "by", "from", "or",
+    "for",
+    "with",
+    "and",
+    "the",
+    "of",
+    "a",
+    "an",
+    "to",
+    "by",
+    "from",
+    "or",
 }
 _BRACKET = re.compile(r"[\[(【{]([^\])】}]*)[\])】}]")
 _WORDS = re.compile(r"[^\W_]+")
@@ -153,30 +163,20 @@ def price_clause(bound: PriceBound, rng: random.Random, p: Phrasings | None = No
     return lead + text
 
 
-LABEL_PREFIXES: tuple[str, ...] = ("fa_", "m_", "type_of_", "types_of_")
-"""Marketplace key prefixes a label leaves out (``fa_pattern`` reads ``pattern``)."""
-
-
-LABEL_OVERRIDES: dict[str, str] = {"country_origin_hb": "country of origin"}
-"""Keys whose label is not derived from the key's words."""
-
-
 def attribute_label(key: str) -> str:
-    """How a query names an attribute or SKU key: an override, or the key with a known prefix
-    dropped and ``_`` as spaces."""
-    if key in LABEL_OVERRIDES:
-        return LABEL_OVERRIDES[key]
-    for prefix in LABEL_PREFIXES:
-        if key.startswith(prefix) and len(key) > len(prefix):
-            key = key[len(prefix) :]
-            break
+    """How a query names an attribute or SKU key: the key with ``_`` as spaces
+    (``color_family`` → "color family"). Readers of queries rely on this exact rule."""
     return key.replace("_", " ").strip()
 
 
 def pair_clause(key: str, value: str, rng: random.Random, p: Phrasings | None = None) -> str:
     """One attribute or SKU value: the key's label, then the value verbatim."""
     p = p or load_phrasings()
-    return rng.choice(p.pair).format(label=attribute_label(key), value=value)
+    label = attribute_label(key)
+    form = rng.choice(p.pair)
+    if label[:1].lower() in "aeiou":
+        form = form.replace("a {label}", "an {label}")
+    return form.format(label=label, value=value)
 
 
 def service_clause(service: Service, rng: random.Random, p: Phrasings | None = None) -> str:

@@ -1,16 +1,17 @@
-"""Satisfying sets: every product that passes a slot's grader, found through the search index.
+"""Satisfying sets: the products that pass a slot's grader, found through the search index.
 
 Scanning a million products per task is out of reach at generation speed, and a product no
 search can reach cannot be recommended either. So a slot's satisfying set is defined as the
 products that pass the real grader among the top ``window`` (default 100) search results for
 the slot's product phrase (the words the query names the item with, :func:`search_phrase`)
-under the slot's own filters (price bound, services) — the search whose top 50 proves the
-target findable. Products whose
-titles could pass the title matcher share most of the target title's words and rank at the
-top of that search, so a wide window loses none in practice (a test compares it with a full
-scan). The hits' titles are screened first (:class:`TitleScreen`);
-only the survivors are loaded and graded in full by the real grader. The slot's target
-always belongs to its own set.
+under the slot's own filters (price bound, services) — the same search whose top 50 proves
+the target findable. The slot's target always belongs to its own set.
+
+Exact screens run before the grader, cheapest first: a bound on the hits' title words
+(:class:`TitleScreen`), then the caller's screen on ids (the split, the stored SKU and
+attribute values), then the title match itself; only the survivors are loaded and graded.
+How complete the set is depends on the catalog: where many listings share a title's words,
+more of them pass than any window holds (``docs/tasks.md`` gives measured figures).
 """
 
 from __future__ import annotations
@@ -173,9 +174,7 @@ def slot_price_range(slot: Slot) -> PriceRange | None | bool:
     return (lo, hi)
 
 
-def slot_passes(
-    task: Task, i: int, product: Product, matcher: TitleMatcher | None = None
-) -> bool:
+def slot_passes(task: Task, i: int, product: Product, matcher: TitleMatcher | None = None) -> bool:
     """Whether `product` fully satisfies slot `i` of `task` under its grader (rule score 1;
     for knowledge tasks, the key attribute and the stricter title match)."""
     m = matcher or DEFAULT_MATCHER

@@ -86,9 +86,11 @@ def intent_stats(tasks: Sequence[Task]) -> IntentStats:
         constraint_kinds=_shares(kinds, len(slots)),
         price_modes=_shares(modes, sum(modes.values())),
         voucher_types=_shares(Counter(v.voucher_type for v in vouchers), len(vouchers))
-        if vouchers else None,
+        if vouchers
+        else None,
         discount_types=_shares(Counter(v.discount_type for v in vouchers), len(vouchers))
-        if vouchers else None,
+        if vouchers
+        else None,
         mean_discount_percent=round(statistics.fmean(pct), 2) if pct else None,
         query_chars_mean=round(statistics.fmean(len(t.query) for t in tasks), 1),
         query_words_mean=round(statistics.fmean(words), 1),
