@@ -146,6 +146,19 @@ def make_validator(
     return v
 
 
+def one_round(validator: Any) -> Any:
+    """Start the validator, play one round, close it; the round's result."""
+
+    async def go() -> Any:
+        await validator.start()
+        try:
+            return await validator.run_round()
+        finally:
+            await validator.close()
+
+    return asyncio.run(go())
+
+
 @pytest.fixture(scope="module")
 def honest() -> Iterator[dict[str, BackgroundServer]]:
     """Reference miners served in this process: careful, greedy, guesser."""
@@ -166,14 +179,7 @@ def test_every_miner_plays_the_same_tasks_and_scores_rank_the_policies(
             for p, s in honest.items()}  # fmt: skip
     validator = make_validator(subnet, tmp_path, catalog_dir)
 
-    async def go() -> Any:
-        await validator.start()
-        try:
-            return await validator.run_round()
-        finally:
-            await validator.close()
-
-    result = asyncio.run(go())
+    result = one_round(validator)
     by_uid = {m.uid: m for m in result.miners}
     assert sorted(by_uid) == sorted(uids.values())
     assert len(result.task_ids) == 4 and len(set(result.task_ids)) == 4
@@ -291,14 +297,7 @@ def test_hostile_miners_lose_their_episodes_with_reasons_and_the_round_completes
             subnet, tmp_path, catalog_dir, turn_timeout_s=1.0, round_timeout_s=20.0
         )
 
-        async def go() -> Any:
-            await validator.start()
-            try:
-                return await validator.run_round()
-            finally:
-                await validator.close()
-
-        result = asyncio.run(go())
+        result = one_round(validator)
     finally:
         for s in hostile.values():
             s.stop(grace_s=0.1)
@@ -525,15 +524,8 @@ def test_a_round_ends_on_time_and_cuts_what_could_not_start(
         subnet, tmp_path, catalog_dir, turn_timeout_s=1.0, round_timeout_s=1.5, concurrency=1
     )
 
-    async def go() -> Any:
-        await validator.start()
-        try:
-            return await validator.run_round()
-        finally:
-            await validator.close()
-
     try:
-        result = asyncio.run(go())
+        result = one_round(validator)
     finally:
         hanging.stop(grace_s=0.1)
     (m,) = result.miners

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_openai import FakeJudgeServer, running
-from test_validator import Subnet, honest, make_validator  # noqa: F401
+from test_validator import Subnet, honest, make_validator, one_round  # noqa: F401
 
 from template.base.config import LLMJudgeSection
 from template.base.sink import read_trajectories
@@ -26,17 +25,10 @@ def test_validator_llm(honest: Any, catalog_dir: Path, tmp_path: Path, served: s
         v = make_validator(subnet, tmp_path, catalog_dir,
                            llm_judge=LLMJudgeSection(urls=[fake.url], sample_rate=0.5))
 
-        async def go() -> Any:
-            await v.start()
-            try:
-                return await v.run_round()
-            finally:
-                await v.close()
-
-        result = asyncio.run(go())
+        result = one_round(v)
     archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
     sampled = {t.task_id for t in archived if t.judge.signals.get("llm_sampled")}
-    print(served, result.task_ids, sampled, len(fake.requests), fake.model_list_requests)
+    assert sampled <= set(result.task_ids)
     assert len(sampled) == 2
     for t in archived:
         s = t.judge.signals

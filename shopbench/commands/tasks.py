@@ -246,11 +246,9 @@ def bench_tasks_command(
         TaskBenchConfig(catalog=catalog, n=n, intents=_intent_list(intents), workers=workers,
                         seed=seed, window=window)  # type: ignore[arg-type]
     )
-    if as_json:
-        typer.echo(result.model_dump_json())
-        return
-    for k, v in result.model_dump().items():
-        typer.echo(f"{k:>16}: {v}")
+    from shopbench.commands.progress import echo_result
+
+    echo_result(result, as_json)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
