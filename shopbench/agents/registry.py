@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from shopbench.errors import ShopbenchError
+from shopbench.openai_spec import OPENAI_PREFIX, split_openai_spec
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy
     from shopbench.catalog.store import Catalog
 
-OPENAI_PREFIX = "openai:"
 POLICY_NAMES: tuple[str, ...] = (
     "careful",
     "careful_terse",
@@ -40,19 +39,10 @@ class PolicySpecError(ShopbenchError):
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
     """(model, base URL) of ``openai:MODEL@URL``; PolicySpecError saying what is wrong."""
-    body = spec[len(OPENAI_PREFIX) :] if spec.startswith(OPENAI_PREFIX) else spec
-    model, sep, url = body.rpartition("@")
-    if not sep or not model:
-        raise PolicySpecError(
-            f"policy {spec!r}: expected openai:MODEL@URL, e.g. "
-            "openai:Qwen/Qwen3-4B@http://localhost:8000/v1"
-        )
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise PolicySpecError(
-            f"policy {spec!r}: {url!r} is not an http(s) URL (e.g. http://localhost:8000/v1)"
-        )
-    return model, url
+    return split_openai_spec(
+        spec, kind="policy", example="openai:Qwen/Qwen3-4B@http://localhost:8000/v1",
+        error=PolicySpecError,
+    )
 
 
 def check_spec(spec: str) -> None:

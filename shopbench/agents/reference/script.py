@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -97,7 +98,7 @@ def _tools_key(tools: list[dict[str, Any]]) -> int:
     return hash(tuple(t.get("function", {}).get("name", "") for t in tools if isinstance(t, dict)))
 
 
-class ScriptedPolicy:
+class ScriptedPolicy(ABC):
     """Base of the reference policies: subclasses write :meth:`script`."""
 
     name: ClassVar[str] = "scripted"
@@ -107,9 +108,9 @@ class ScriptedPolicy:
         self._suspended: OrderedDict[tuple[int, int, int, int], Script] = OrderedDict()
         self._lock = threading.Lock()
 
+    @abstractmethod
     def script(self, ctx: Context) -> Script:
         """The agent's behaviour: yield a Step per turn, receive that turn's results."""
-        raise NotImplementedError
 
     def context(self, conversation: Conversation) -> Context:
         """The script's starting point for this conversation."""

@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.grading.llm.errors import JudgeSpecError
 from shopbench.grading.llm.release import RELEASE, JudgeRelease
+from shopbench.openai_spec import OPENAI_PREFIX, split_openai_spec
 
-SPEC_PREFIX = "openai:"
+SPEC_PREFIX = OPENAI_PREFIX
+_EXAMPLE = "openai:Qwen/Qwen3-32B@http://127.0.0.1:8000/v1"
 API_KEY_VARIABLES = ("SHOPBENCH_JUDGE_API_KEY", "SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
 """Environment variables read, in order, for the judge endpoints' bearer token."""
 
@@ -135,20 +137,7 @@ def parse_judge_spec(spec: str, api_key: str | None = None) -> list[Endpoint]:
     out: list[Endpoint] = []
     for part in parts:
         if not part.startswith(SPEC_PREFIX):
-            raise JudgeSpecError(
-                f"judge {part!r}: expected openai:MODEL@URL, e.g. "
-                "openai:Qwen/Qwen3-32B@http://127.0.0.1:8000/v1"
-            )
-        model, sep, url = part[len(SPEC_PREFIX) :].rpartition("@")
-        if not sep or not model:
-            raise JudgeSpecError(
-                f"judge {part!r}: expected openai:MODEL@URL, e.g. "
-                "openai:Qwen/Qwen3-32B@http://127.0.0.1:8000/v1"
-            )
-        parsed = urlsplit(url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise JudgeSpecError(
-                f"judge {part!r}: {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
-            )
+            raise JudgeSpecError(f"judge {part!r}: expected openai:MODEL@URL, e.g. {_EXAMPLE}")
+        model, url = split_openai_spec(part, kind="judge", example=_EXAMPLE, error=JudgeSpecError)
         out.append(Endpoint(base_url=url, model=model, api_key=api_key))
     return out
