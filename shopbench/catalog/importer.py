@@ -23,7 +23,7 @@ import shopbench
 from shopbench.catalog.layout import FORMAT_VERSION, INDEX_DIR, CatalogManifest, write_manifest
 from shopbench.catalog.parquet import write_products
 from shopbench.catalog.schema import SERVICES, Product
-from shopbench.catalog.store import Catalog, _part_name, _prepare_out, _publish
+from shopbench.catalog.store import Catalog, part_name, prepare_out, publish
 from shopbench.errors import CatalogError, ImportRecordError
 
 _FIELDS = set(Product.model_fields)
@@ -118,7 +118,7 @@ def import_catalog(
 
     src, out = Path(source), Path(out)
     lines = _open_lines(src)
-    staging = _prepare_out(out)
+    staging = prepare_out(out)
     errors: list[str] = []
     rejected = read = kept = 0
     seen: set[str] = set()
@@ -130,7 +130,7 @@ def import_catalog(
             batch: list[dict[str, Any]] = []
 
             def flush() -> None:
-                name = _part_name(len(files))
+                name = part_name(len(files))
                 write_products(staging / name, batch)
                 writer.add(batch)
                 files.append(name)
@@ -185,7 +185,7 @@ def import_catalog(
                 source=src.name,
             ),
         )
-        _publish(staging, out)
+        publish(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -123,11 +123,12 @@ def read_knowledge(path: Path) -> list[KnowledgePage]:
     return [KnowledgePage.model_validate(r) for r in rows]
 
 
-def _part_name(i: int) -> str:
+def part_name(i: int) -> str:
+    """The relative path of Parquet part `i`."""
     return f"{PRODUCTS_DIR}/part-{i:05d}.parquet"
 
 
-def _prepare_out(out: Path) -> Path:
+def prepare_out(out: Path) -> Path:
     """A fresh staging directory beside `out`; refuses to clobber a non-catalog directory."""
     if out.exists() and not out.is_dir():
         raise CatalogError(f"{out}: exists and is not a directory")
@@ -141,7 +142,8 @@ def _prepare_out(out: Path) -> Path:
     return staging
 
 
-def _publish(staging: Path, out: Path) -> None:
+def publish(staging: Path, out: Path) -> None:
+    """Replace `out` with the finished staging directory."""
     if out.exists():
         shutil.rmtree(out)
     staging.rename(out)
@@ -214,7 +216,7 @@ def build_catalog(
                 return reused
 
     cfg = GeneratorConfig(seed=secret, n_products=n_products, chunk_size=chunk_size)
-    staging = _prepare_out(out)
+    staging = prepare_out(out)
     try:
         files: list[str] = []
         shops: set[str] = set()
@@ -222,9 +224,9 @@ def build_catalog(
         total = 0
         with SearchIndex.create(staging / INDEX_DIR, heap_mb=heap_mb, threads=2) as writer:
             for i, rows in enumerate(_ordered_chunks(cfg, n_chunks(cfg), workers)):
-                write_products(staging / _part_name(i), rows)
+                write_products(staging / part_name(i), rows)
                 writer.add(rows)
-                files.append(_part_name(i))
+                files.append(part_name(i))
                 shops.update(r["shop_id"] for r in rows)
                 leaves.update(r["category"] for r in rows)
                 total += len(rows)
@@ -246,7 +248,7 @@ def build_catalog(
             build_params=params,
         )
         write_manifest(staging, manifest)
-        _publish(staging, out)
+        publish(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
