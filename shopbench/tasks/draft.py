@@ -33,6 +33,7 @@ class Draft(BaseModel):
     targets: list[Product]
     voucher: Voucher | None = None
     knowledge_attribute: str | None = None
+    phrases: list[str] = Field(description="per slot, the words a shopper searches with")
     meta: dict[str, str | int | float] = Field(default_factory=dict)
 
 

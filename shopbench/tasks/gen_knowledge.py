@@ -24,14 +24,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shopbench.catalog.schema import Product
+from shopbench.tasks.describe import PhraseOdds, shopper_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import Slot
-from shopbench.tasks.queries import knowledge_question, product_phrase, write_knowledge
+from shopbench.tasks.queries import knowledge_question, write_knowledge
 
 KnowledgeKind = Literal["brand", "material"]
 BRAND_SHARE = 0.6
 """Share of brand questions when both kinds are available."""
 _LINE_SEARCH_WINDOW = 50
+KNOWLEDGE_PHRASE_ODDS = PhraseOdds(brand=1.0, modifier=0.7, min_modifiers=1, max_modifiers=4)
+"""Knowledge items are named more fully: the title is held to 0.8 and the answer is
+already left out."""
 
 
 class Question(BaseModel):
@@ -133,7 +137,10 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
     target = _brand_target(s, q, rng) if kind == "brand" else _line_target(s, q, rng)
     if target is None:
         return Rejection(reason=f"no eligible product carries the answer of a {kind} question")
-    phrase = product_phrase(target.title, drop=q.answer)
+    phrase = shopper_phrase(
+        target.title, rng, brand=target.brand, leaf=target.leaf, drop=q.answer,
+        odds=KNOWLEDGE_PHRASE_ODDS,
+    )  # fmt: skip
     if q.answer.lower() in phrase.lower():
         return Rejection(reason="the item's name gives the answer away")
     question = knowledge_question(kind, rng, **q.facts)
@@ -143,6 +150,7 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
         slots=[Slot(product_id=target.product_id, title=[target.title])],
         targets=[target],
         knowledge_attribute=q.answer,
+        phrases=[phrase],
         meta={
             "knowledge_kind": kind,
             "knowledge_entity": q.entity,

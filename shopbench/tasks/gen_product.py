@@ -14,9 +14,10 @@ import random
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
+from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, shopper_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import PriceBound, Slot
-from shopbench.tasks.queries import SlotText, product_phrase, write_product
+from shopbench.tasks.queries import SlotText, write_product
 from shopbench.tasks.satisfy import slot_pairs
 
 
@@ -114,10 +115,15 @@ def _option_order(key: str) -> tuple[int, str]:
     return (int(key), key) if key.isdigit() else (1 << 30, key)
 
 
-def slot_text(slot: Slot, target: Product, *, drop: str = "") -> SlotText:
-    """What the query says about a slot: the product phrase and every constraint."""
+def slot_text(
+    slot: Slot, target: Product, rng: random.Random, *, odds: PhraseOdds = PRODUCT_PHRASE_ODDS
+) -> SlotText:
+    """What the query says about a slot: a shopper's description of the target (drawn with
+    `rng`, :func:`~shopbench.tasks.describe.shopper_phrase`) and every constraint."""
     return SlotText(
-        phrase=product_phrase(target.title, drop=drop),
+        phrase=shopper_phrase(
+            target.title, rng, brand=target.brand, leaf=target.leaf, odds=odds
+        ),
         leaf=target.leaf.lower(),
         pairs=slot_pairs(slot),
         price=slot.price[0] if slot.price else None,
@@ -142,5 +148,8 @@ def draft_product(
     if target is None:
         return Rejection(reason="no eligible product")
     slot, _ = derive_slot(target, rng, odds)
-    query = write_product(slot_text(slot, target), rng)
-    return Draft(intent="product", query=query, slots=[slot], targets=[target])
+    text = slot_text(slot, target, rng)
+    query = write_product(text, rng)
+    return Draft(
+        intent="product", query=query, slots=[slot], targets=[target], phrases=[text.phrase]
+    )

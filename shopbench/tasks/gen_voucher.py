@@ -91,11 +91,12 @@ def draft_voucher(
     if voucher is None:
         return Rejection(reason="the items are too cheap for a voucher (total < 2)")
     slots = [derive_slot(p, rng, odds)[0] for p in got]
-    texts = [slot_text(sl, p) for sl, p in zip(slots, got, strict=True)]
+    texts = [slot_text(sl, p, rng) for sl, p in zip(slots, got, strict=True)]
     return Draft(
         intent="voucher",
         query=write_voucher(texts, voucher, rng),
         slots=slots,
         targets=got,
         voucher=voucher,
+        phrases=[t.phrase for t in texts],
     )

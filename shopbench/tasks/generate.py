@@ -44,7 +44,7 @@ from shopbench.tasks.queries import load_phrasings
 from shopbench.tasks.satisfy import SATISFY_WINDOW, satisfying_set, slot_search
 from shopbench.tasks.split import DEFAULT_BUCKETS, SPLIT_VERSION, Rotation, SplitRule, cluster_id
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 """Version of the task generator; recorded in every task's meta."""
 
 Drafter = Callable[[Sampler, random.Random], DraftResult]
@@ -232,6 +232,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
         reward=draft.slots,
         voucher=draft.voucher,
         knowledge_attribute=draft.knowledge_attribute,
+        phrases=draft.phrases,
         meta=meta,
     )
     outcome = grade(task, draft.targets)

@@ -127,6 +127,10 @@ class Task(BaseModel):
     satisfying: list[list[str]] | None = Field(
         default=None, description="per slot, every catalog id known to satisfy it"
     )
+    phrases: list[str] | None = Field(
+        default=None,
+        description="per slot, the words the query names the item with (generated tasks)",
+    )
     meta: dict[str, str | int | float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -147,6 +151,8 @@ class Task(BaseModel):
             raise ValueError("a knowledge task needs its knowledge_attribute")
         if self.satisfying is not None and len(self.satisfying) != n:
             raise ValueError("satisfying must list one id set per slot")
+        if self.phrases is not None and len(self.phrases) != n:
+            raise ValueError("phrases must give one phrase per slot")
         return self
 
     @property

@@ -60,9 +60,12 @@ def split_rules(query: str) -> tuple[str, str]:
 def must_keep(task: Task) -> list[str]:
     """The fragments a paraphrase of `task` must contain verbatim."""
     keep: list[str] = []
-    for slot in task.reward:
-        # A knowledge item is named without its answer.
-        keep.append(product_phrase(slot.title[0], drop=task.knowledge_attribute or ""))
+    for i, slot in enumerate(task.reward):
+        # The words the query names the item with (a knowledge item's leave its answer out).
+        if task.phrases is not None:
+            keep.append(task.phrases[i])
+        else:
+            keep.append(product_phrase(slot.title[0], drop=task.knowledge_attribute or ""))
         keep += [v for _, v in slot_pairs(slot)]
     # The facts a knowledge question is built on (see gen_knowledge).
     keep += [str(v) for k, v in sorted(task.meta.items()) if k.startswith("knowledge_fact_")]

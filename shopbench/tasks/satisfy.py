@@ -191,12 +191,23 @@ def _memoised(matcher: TitleMatcher) -> TitleMatcher:
 
 
 def search_phrase(task: Task, i: int) -> str:
-    """The words the query names slot `i`'s item with: its target title's product phrase.
+    """The words a shopper searches slot `i`'s item with: the task's own phrase for it (what
+    the query names the item with), or, for a task without phrases (e.g. imported from
+    ShoppingBench), its target title's product phrase.
 
     For a knowledge task the query leaves the answer out, but a shopper who found it searches
     with it, so the phrase keeps it.
     """
-    return product_phrase(task.reward[i].title[0])
+    if task.phrases is None:
+        return product_phrase(task.reward[i].title[0])
+    phrase = task.phrases[i]
+    answer = task.knowledge_attribute
+    if task.intent != "knowledge" or not answer:
+        return phrase
+    # A brand goes before the item's words, a material after them, as titles have them.
+    if task.meta.get("knowledge_kind") == "brand":
+        return f"{answer} {phrase}"
+    return f"{phrase} {answer}"
 
 
 def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[SearchHit]:

@@ -337,9 +337,11 @@ class Session:
             )
             return
         ids = [c.details.product_id for c in chosen]
-        summary = listing(
-            [f'"{short_title(c.details.title, 50)}" at {money(c.details.price)}' for c in chosen]
-        )
+        summary = listing([
+            f'"{short_title(c.details.title, 50)}" ({c.details.product_id}) at '
+            f"{money(c.details.price)}"
+            for c in chosen
+        ])
         if all_ok:
             why = self.w.pick(
                 f"Everything checks out. I'll recommend {summary}.",

@@ -1,0 +1,56 @@
+"""How a shopper names a product: short, drawn from the title, the same for a seed."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from shopbench.tasks.describe import LITERAL, PhraseOdds, leaf_words, shopper_phrase
+from shopbench.tasks.queries import product_phrase
+
+HELMET = "Hot Sale Damaris Sports Lightweight Plug-in Durable Cycling Helmet"
+KNIFE = "Ysolde Kitchen Durable Restaurant Grade Santoku Damascus Steel Kitchen Knife"
+
+
+def phrases(title: str, n: int = 200, **kw: object) -> list[str]:
+    rng = random.Random(7)
+    return [shopper_phrase(title, rng, **kw) for _ in range(n)]  # type: ignore[arg-type]
+
+
+def test_the_noun_always_stays_and_the_brand_only_sometimes() -> None:
+    got = phrases(HELMET, brand="Damaris Sports", leaf="Bike Helmets & Lights")
+    assert all(p.endswith("cycling helmet") for p in got)
+    with_brand = sum(p.startswith("Damaris Sports ") for p in got) / len(got)
+    assert 0.15 < with_brand < 0.45  # the default odds keep the brand 30% of the time
+    assert all(len(p.split()) < len(product_phrase(HELMET).split()) for p in got)
+    assert len(set(got)) > 5  # descriptions vary
+    assert not any("hot" in p.lower() or "sale" in p.lower() for p in got)  # noise stays out
+
+
+def test_runs_of_the_leaf_stay_together() -> None:
+    words = leaf_words("Kitchen Knives")
+    assert ("restaurant", "grade") in words.units  # a describing word of the leaf
+    for p in phrases(KNIFE, brand="Ysolde Kitchen", leaf="Kitchen Knives"):
+        assert ("restaurant" in p) == ("grade" in p)
+        assert ("damascus" in p) == ("steel" in p.replace("steel kitchen", ""))
+
+
+def test_same_seed_same_phrase_and_literal_odds_give_the_product_phrase() -> None:
+    a = shopper_phrase(KNIFE, random.Random(3), brand="Ysolde Kitchen", leaf="Kitchen Knives")
+    b = shopper_phrase(KNIFE, random.Random(3), brand="Ysolde Kitchen", leaf="Kitchen Knives")
+    assert a == b
+    assert shopper_phrase(KNIFE, random.Random(3), odds=LITERAL) == product_phrase(KNIFE)
+
+
+def test_an_unknown_leaf_falls_back_to_the_last_word_and_a_dropped_answer_never_shows() -> None:
+    title = "Arborea Hybrid ghost crash cymbals cymbal B20 cast bronze"
+    odds = PhraseOdds(brand=1.0, modifier=0.0, min_modifiers=0)
+    assert shopper_phrase(title, random.Random(1), leaf="Cymbals?", odds=odds) == "bronze"
+    for p in phrases(title, drop="cast bronze", leaf="Cymbals?"):
+        assert "bronze" not in p and p  # the last word left is the noun
+
+
+@pytest.mark.parametrize("title", ["Retro Shades", "Polarized"])
+def test_short_titles_are_kept_whole(title: str) -> None:
+    assert shopper_phrase(title, random.Random(1)) == product_phrase(title)
