@@ -1,10 +1,11 @@
 """Checking a viewed product against what the request asked for, as a careful shopper does.
 
-Title: the share of the item's words the product title carries (a Dice overlap of content
-words, sellers' noise ignored). Price and services: against the bound and the services
-read from the request. Attribute and SKU values: the request's values for the keys the
-product shows, all met by the product's attributes together with one of its SKU options
-(the option the shopper would pick).
+Title: the share of the item's words the product title carries (content words, sellers'
+noise ignored): a request names an item by a few words, and a listing that carries them
+fits the description; among those that fit, the closer title (Dice overlap) ranks first.
+Price and services: against the bound and the services read from the request. Attribute and
+SKU values: the request's values for the keys the product shows, all met by the product's
+attributes together with one of its SKU options (the option the shopper would pick).
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from shopbench.agents.reference.query_reading import (
     states_value,
 )
 
-TITLE_OK = 0.6
-"""A title sharing less than this (Dice) with the item's words names another product."""
+TITLE_OK = 0.75
+"""A title carrying less than this share of the item's words names another product."""
 KNOWLEDGE_TITLE_OK = 0.8
 """Knowledge requests are held to a closer title (as ShoppingBench grades them)."""
+VIEW_MIN = 0.5
+"""Titles carrying less than this share of the item's words are not worth opening."""
 
 _WORD = re.compile(r"[^\W_]+")
 # What sellers add to a title that says nothing about the product: phrases, then words.
@@ -84,6 +87,17 @@ def title_recall(wanted: Wanted, title: str) -> float:
     with the most words: a title that has them all is the closest to what was asked)."""
     a = max((content_words(n) for n in _namings(wanted)), key=len)
     return len(a & content_words(title)) / len(a) if a else 0.0
+
+
+def closeness(wanted: Wanted, title: str) -> tuple[float, float]:
+    """How close a title is to the item, greater is closer: the share of the item's words it
+    carries, then the Dice overlap (the fewer other words, the closer)."""
+    return (title_recall(wanted, title), title_score(wanted, title))
+
+
+def worth_opening(wanted: Wanted, title: str) -> bool:
+    """Whether a listing's title carries enough of the item's words to open it."""
+    return title_recall(wanted, title) >= VIEW_MIN
 
 
 def keys_of(details: list[Details]) -> set[str]:
@@ -144,12 +158,12 @@ def check(
     """Check `d` against the item: title (at least `title_min`), price, services, requested
     values (`pairs`), and (knowledge requests) a name the title or description must carry."""
     wanted = wanted_title or item.phrase
-    score = title_score(wanted, d.title)
-    c = Check(details=d, title_score=score, recall=title_recall(wanted, d.title))
-    if score >= title_min:
-        c.met.append(f"the title matches ({score:.0%} of the words)")
+    c = Check(details=d, title_score=title_score(wanted, d.title),
+              recall=title_recall(wanted, d.title))  # fmt: skip
+    if c.recall >= title_min:
+        c.met.append(f"the title carries {c.recall:.0%} of the words asked for")
     else:
-        c.misses.append(f"the title shares only {score:.0%} of the words")
+        c.misses.append(f"the title carries only {c.recall:.0%} of the words asked for")
     if item.price is not None:
         if item.price.admits(d.price):
             c.met.append(f"{money(d.price)} is {price_words(item.price)}")

@@ -14,12 +14,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from shopbench.agents.reference.checks import Check, check_all, title_score
+from shopbench.agents.reference.checks import Check, check_all, closeness, worth_opening
 from shopbench.agents.reference.observations import Details, Hit
 from shopbench.agents.reference.prose import listing, money, short_title
 from shopbench.agents.reference.query_reading import VoucherNeed
 from shopbench.agents.reference.script import Step
-from shopbench.agents.reference.session import VIEW_MIN, Moves, Session, needs_sentence
+from shopbench.agents.reference.session import Moves, Session, needs_sentence
 
 MAX_SHOP_TRIES = 8
 COMBO_WIDTH = 6  # satisfying candidates per item tried in combinations
@@ -60,8 +60,8 @@ class _Items:
     def to_view(self, i: int, hits: list[Hit], n: int) -> list[str]:
         wanted = self.items[i].phrase
         fresh = [h for h in hits if h.product_id not in self.viewed[i]]
-        fresh.sort(key=lambda h: -title_score(wanted, h.title))
-        return [h.product_id for h in fresh if title_score(wanted, h.title) >= VIEW_MIN][:n]
+        fresh.sort(key=lambda h: closeness(wanted, h.title), reverse=True)
+        return [h.product_id for h in fresh if worth_opening(wanted, h.title)][:n]
 
 
 def _search_all(s: Session, its: _Items, opening: str, sort: str | None = None) -> Moves:
@@ -200,26 +200,39 @@ def shop_moves(s: Session) -> Moves:
             + "; ".join(s.describe_check(c) for c in picks) + ".",
             f"Found a shop ({common}) with all {n} items that fit: "
             + "; ".join(s.describe_check(c) for c in picks) + ".",
-        ) + " " + _alternatives(s, its, picks)
+        ) + " " + _argue(s, its, picks)
         return picks, True
     s.note = _status(s, its)
     return [(its.ok(i) or its.checks[i] or [None])[0] for i in range(n)], False
 
 
-def _alternatives(s: Session, its: _Items, picks: list[Check]) -> str:
-    """A comparison with the runner-up of the first item, so the choice is argued."""
+def _runner_up(its: _Items, picks: list[Check]) -> tuple[int, Check] | None:
+    """The first item that had another candidate, and that candidate."""
     for i, pick in enumerate(picks):
         others = [c for c in its.checks[i] if c.details.product_id != pick.details.product_id]
         if others:
-            o = others[0]
-            why = (
-                "it is from another shop" if o.ok else f"it misses {listing(o.misses[:2])}"
-            )
-            return (
-                f'For item {i + 1} I also considered "{short_title(o.details.title, 50)}" at '
-                f"{money(o.details.price)}, but {why}."
-            )
-    return ""
+            return i, others[0]
+    return None
+
+
+def _argue(s: Session, its: _Items, picks: list[Check]) -> str:
+    """The comparison with a runner-up that argues the choice (the terse shopper's clause is
+    set too)."""
+    other = _runner_up(its, picks)
+    s.brief = s.brief_pair(picks[other[0]], other[1]) if other else s.brief_pair(picks[0], None)
+    return _alternatives(other)
+
+
+def _alternatives(other: tuple[int, Check] | None) -> str:
+    """A comparison with the runner-up of the first item, so the choice is argued."""
+    if other is None:
+        return ""
+    i, o = other
+    why = "it is from another shop" if o.ok else f"it misses {listing(o.misses[:2])}"
+    return (
+        f'For item {i + 1} I also considered "{short_title(o.details.title, 50)}" at '
+        f"{money(o.details.price)}, but {why}."
+    )
 
 
 def _common_shop(its: _Items) -> str | None:
@@ -249,8 +262,8 @@ def _shops_to_try(its: _Items, anchor: int, hits: list[Hit]) -> list[str]:
         if c.details.shop_id not in shops:
             shops.append(c.details.shop_id)
     wanted = its.items[anchor].phrase
-    for h in sorted(hits, key=lambda h: -title_score(wanted, h.title)):
-        if title_score(wanted, h.title) >= VIEW_MIN and h.shop_id not in shops:
+    for h in sorted(hits, key=lambda h: closeness(wanted, h.title), reverse=True):
+        if worth_opening(wanted, h.title) and h.shop_id not in shops:
             shops.append(h.shop_id)
     return shops
 
@@ -349,7 +362,7 @@ def voucher_moves(s: Session) -> Moves:
             if basket is not None:
                 break
     if basket is not None:
-        s.note = _basket_words(s, basket, v) + " " + _alternatives(s, its, basket.checks)
+        s.note = _basket_words(s, basket, v) + " " + _argue(s, its, basket.checks)
         return basket.checks, True
     s.note = _status(s, its) + " I can't make the budget work with what I found."
     cheapest = [

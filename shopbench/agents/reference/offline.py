@@ -24,7 +24,7 @@ from shopbench.agents.reference.checks import (
     Wanted,
     check,
     keys_of,
-    title_score,
+    worth_opening,
 )
 from shopbench.agents.reference.knowledge import answer_candidates
 from shopbench.agents.reference.observations import Details, WebPage
@@ -36,7 +36,6 @@ from shopbench.agents.reference.query_reading import (
     requested_pairs,
 )
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
-from shopbench.agents.reference.session import VIEW_MIN
 from shopbench.catalog.schema import Product
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class OfflineSolver:
         hits = self.catalog.index.search(
             q, price=price, service=list(item.services), window=WINDOW
         )
-        close = [h.product_id for h in hits if title_score(wanted, h.title) >= VIEW_MIN]
+        close = [h.product_id for h in hits if worth_opening(wanted, h.title)]
         products = [p for p in self.catalog.get(close) if p is not None]
         details = [_details(p) for p in products]
         pairs = requested_pairs(item.text, keys_of(details))

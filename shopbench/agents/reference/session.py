@@ -14,7 +14,14 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shopbench.agents.reference.checks import TITLE_OK, Check, Wanted, check_all, title_score
+from shopbench.agents.reference.checks import (
+    TITLE_OK,
+    Check,
+    Wanted,
+    check_all,
+    closeness,
+    worth_opening,
+)
 from shopbench.agents.reference.observations import CallResult, Details, Hit
 from shopbench.agents.reference.prose import (
     Writer,
@@ -33,7 +40,7 @@ from shopbench.agents.reference.script import Context, Step
 
 MAX_PAGES = 5
 VIEW_BATCH = 10
-VIEW_MIN = 0.4  # titles further from the item than this are not worth opening
+TERSE_MAX = 118  # characters of the terse shopper's one sentence
 CLOSING_TURNS = 3  # kept back from the turn budget to recommend and terminate
 
 Moves = Generator[Step, list[CallResult], Any]
@@ -84,6 +91,7 @@ class Session:
         self.w = writer
         self.turns = 0
         self.note = ""  # reasoning carried into the next turn (what the last results showed)
+        self.brief = ""  # the terse shopper's clause about the last results
         self.viewed: dict[str, Details] = {}
         self.hits: dict[str, Hit] = {}
 
@@ -98,7 +106,10 @@ class Session:
         """Play one turn; return its results. The carried note opens the reasoning."""
         if self.note and step.reasoning is not None and not self.w.terse:
             step.reasoning = f"{self.note} {step.reasoning}"
-        self.note = ""
+        if self.brief and step.reasoning and self.w.terse:
+            joined = f"{self.brief}; {step.reasoning[:1].lower()}{step.reasoning[1:]}"
+            step.reasoning = joined if len(joined) <= TERSE_MAX else step.reasoning
+        self.note = self.brief = ""
         results = yield step
         self.turns += 1
         for r in results:
@@ -158,7 +169,7 @@ class Session:
 
     def describe_hits(self, hits: list[Hit], wanted: Wanted, n: int = 3) -> str:
         """The closest hits of a page, with their prices."""
-        ranked = sorted(hits, key=lambda h: -title_score(wanted, h.title))[:n]
+        ranked = sorted(hits, key=lambda h: closeness(wanted, h.title), reverse=True)[:n]
         shown = [f'"{short_title(h.title)}" at {money(h.price)}' for h in ranked]
         return listing(shown)
 
@@ -170,6 +181,17 @@ class Session:
             met = listing(c.met[1:4]) or "the title matches"
             return f"{head} fits: {met}"
         return f"{head} misses: {listing(c.misses[:3])}"
+
+    @staticmethod
+    def brief_pair(a: Check, b: Check | None) -> str:
+        """One or two checked candidates in a clause: id, price and whether each fits (the
+        terse shopper's comparison)."""
+
+        def one(c: Check) -> str:
+            d = c.details
+            return f"{d.product_id} ({money(d.price)}) {'fits' if c.ok else 'does not'}"
+
+        return one(a) if b is None else f"{one(a)}, {one(b)}"
 
     def compare(self, checks: list[Check], item: ItemNeed) -> str:
         """Two or more candidates side by side, and which one wins."""
@@ -279,8 +301,8 @@ class Session:
                 self.note = f"Page {page} is empty, so the search is exhausted."
                 break
             fresh = [h for h in r.hits if h.product_id not in mine]
-            ranked = sorted(fresh, key=lambda h: -title_score(wanted, h.title))
-            picks = [h for h in ranked if title_score(wanted, h.title) >= VIEW_MIN][:VIEW_BATCH]
+            ranked = sorted(fresh, key=lambda h: closeness(wanted, h.title), reverse=True)
+            picks = [h for h in ranked if worth_opening(wanted, h.title)][:VIEW_BATCH]
             if not picks:
                 closest = ranked[0] if ranked else r.hits[0]
                 self.note = self.w.pick(
@@ -289,6 +311,7 @@ class Session:
                     f'Page {page} doesn\'t have it — the nearest title is '
                     f'"{short_title(closest.title)}" at {money(closest.price)}.',
                 )
+                self.brief = f"{closest.product_id} ({money(closest.price)}) is off target"
                 page += 1
                 continue
             seen = self.describe_hits(r.hits, wanted)
@@ -312,6 +335,8 @@ class Session:
                 title_min=title_min,
             )
             self.note = self.compare(checks, item)
+            if checks:
+                self.brief = self.brief_pair(checks[0], checks[1] if len(checks) > 1 else None)
             good = [c for c in checks if c.ok]
             if good:
                 return Found(pick=good[0], checks=checks)
