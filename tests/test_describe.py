@@ -54,3 +54,10 @@ def test_an_unknown_leaf_falls_back_to_the_last_word_and_a_dropped_answer_never_
 @pytest.mark.parametrize("title", ["Retro Shades", "Polarized"])
 def test_short_titles_are_kept_whole(title: str) -> None:
     assert shopper_phrase(title, random.Random(1)) == product_phrase(title)
+
+
+def test_a_word_is_said_once() -> None:
+    title = "Pyra Neckband Gaming Bluetooth Long Battery Life Gaming Headset"
+    for p in phrases(title, brand="Pyra", leaf="Headphones"):
+        words = p.split()
+        assert len(words) == len(set(words)), p

@@ -115,8 +115,10 @@ def _brand_span(folded: list[str], brand: str) -> range:
 
 def _units(folded: list[str], taken: set[int], lw: LeafWords) -> list[range]:
     """The describing units of the title outside `taken`: known runs matched longest first,
-    other words one by one; pack counts, bare numbers and joining words left out."""
+    other words one by one; pack counts, bare numbers, joining words and units whose words
+    were all said already left out."""
     out: list[range] = []
+    seen = {folded[j] for j in taken}  # a word said once is not said again ("gaming gaming")
     i = 0
     while i < len(folded):
         if i in taken:
@@ -131,9 +133,10 @@ def _units(folded: list[str], taken: set[int], lw: LeafWords) -> list[range]:
         words = tuple(folded[j] for j in span)
         describing = words not in lw.packs and any(
             w.isalpha() and w not in _JOINERS for w in words
-        ) and not _PACK.match(words[0])
+        ) and not _PACK.match(words[0]) and not set(words) <= seen
         if describing:
             out.append(span)
+            seen.update(words)
         i = span.stop
     return out
 
