@@ -6,7 +6,13 @@ import random
 
 import pytest
 
-from shopbench.tasks.describe import LITERAL, PhraseOdds, leaf_words, shopper_phrase
+from shopbench.tasks.describe import (
+    LITERAL,
+    PhraseOdds,
+    findable_phrase,
+    leaf_words,
+    shopper_phrase,
+)
 from shopbench.tasks.queries import product_phrase
 
 HELMET = "Hot Sale Damaris Sports Lightweight Plug-in Durable Cycling Helmet"
@@ -61,3 +67,22 @@ def test_a_word_is_said_once() -> None:
     for p in phrases(title, brand="Pyra", leaf="Headphones"):
         words = p.split()
         assert len(words) == len(set(words)), p
+
+
+def test_a_description_that_finds_nothing_says_more() -> None:
+    full = product_phrase(HELMET)
+    asked: list[str] = []
+
+    def finds_only_the_full_phrase(phrase: str) -> bool:
+        asked.append(phrase)
+        return phrase == full
+
+    kw = {"brand": "Damaris Sports", "leaf": "Bike Helmets & Lights"}
+    got = findable_phrase(HELMET, random.Random(2), finds_only_the_full_phrase, **kw)
+    assert got == full and asked[-1] == full and len(asked) >= 2
+    assert len(asked[0].split()) < len(full.split())  # the drawn one came first
+    # When the drawn description finds the product, it is the one kept.
+    first = findable_phrase(HELMET, random.Random(2), lambda p: True, **kw)
+    assert first == asked[0]
+    # When nothing finds it, the fullest is returned (the generator then drops the draft).
+    assert findable_phrase(HELMET, random.Random(2), lambda p: False, **kw) == full

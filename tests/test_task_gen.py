@@ -85,6 +85,10 @@ def test_targets_are_findable_from_their_own_words(built: BuildResult, catalog: 
             # the words the query names the item with are recorded, and shorter than its title
             assert task.phrases is not None and task.phrases[i] in task.query
             assert len(task.phrases[i].split()) <= len(product_phrase(slot.title[0]).split())
+    # Most items are described in fewer words than their title's, not named by it.
+    slots = [(t.phrases or [""])[i] != product_phrase(s.title[0], drop=t.knowledge_attribute or "")
+             for t in built.tasks for i, s in enumerate(t.reward)]  # fmt: skip
+    assert sum(slots) / len(slots) > 0.6
 
 
 def test_queries_state_every_graded_constraint(built: BuildResult) -> None:

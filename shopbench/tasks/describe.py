@@ -13,12 +13,15 @@ the leaf is unknown) always, the brand with probability ``brand``, each other co
 with probability ``modifier`` (at least ``min_modifiers``, at most ``max_modifiers``), in
 the title's order. Title-case words are lower-cased as a shopper types them; words with
 digits or in capitals (``4k``, ``LED``) and the brand keep their case.
+:func:`findable_phrase` says more when the words do not find the product (the generator
+keeps only tasks whose targets are findable from the query's words).
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -39,6 +42,8 @@ class PhraseOdds(BaseModel):
 
 
 PRODUCT_PHRASE_ODDS = PhraseOdds()
+WIDER = PhraseOdds(brand=1.0, modifier=0.8, min_modifiers=2, max_modifiers=5)
+"""The second try when a description does not find its product: brand and most words."""
 LITERAL = PhraseOdds(brand=1.0, modifier=1.0, min_modifiers=0, max_modifiers=1 << 10)
 """Keeps every word: the product phrase itself."""
 
@@ -181,6 +186,31 @@ def shopper_phrase(
     keep = {*noun, *(i for u in picked for i in u), *(brand_at if kept_brand else ())}
     out = [_shopper_case(words[i], i in brand_at) for i in sorted(keep)]
     return " ".join(out).strip(_STRIP + " ") or full
+
+
+def findable_phrase(
+    title: str,
+    rng: random.Random,
+    finds: Callable[[str], bool],
+    *,
+    brand: str = "",
+    leaf: str = "",
+    drop: str = "",
+    odds: PhraseOdds = PRODUCT_PHRASE_ODDS,
+) -> str:
+    """A description that finds its product: drawn with `odds`, else with :data:`WIDER`
+    odds, else the whole product phrase — the first for which ``finds(phrase)`` holds (the
+    last when none does). On a large catalog a few words may fit thousands of listings; a
+    shopper who saw that would say more."""
+    tried: list[str] = []
+    for o in (odds, WIDER, LITERAL):
+        phrase = shopper_phrase(title, rng, brand=brand, leaf=leaf, drop=drop, odds=o)
+        if phrase in tried:
+            continue
+        if finds(phrase):
+            return phrase
+        tried.append(phrase)
+    return tried[-1]
 
 
 _JOINERS = frozenset({"and", "with", "for", "of", "the", "a", "an", "to", "in", "on", "&", "+"})

@@ -24,10 +24,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shopbench.catalog.schema import Product
-from shopbench.tasks.describe import PhraseOdds, shopper_phrase
+from shopbench.tasks.describe import PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
+from shopbench.tasks.gen_product import finder
 from shopbench.tasks.model import Slot
 from shopbench.tasks.queries import knowledge_question, write_knowledge
+from shopbench.tasks.satisfy import with_answer
 
 KnowledgeKind = Literal["brand", "material"]
 BRAND_SHARE = 0.6
@@ -137,9 +139,11 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
     target = _brand_target(s, q, rng) if kind == "brand" else _line_target(s, q, rng)
     if target is None:
         return Rejection(reason=f"no eligible product carries the answer of a {kind} question")
-    phrase = shopper_phrase(
-        target.title, rng, brand=target.brand, leaf=target.leaf, drop=q.answer,
-        odds=KNOWLEDGE_PHRASE_ODDS,
+    slot = Slot(product_id=target.product_id, title=[target.title])
+    finds = finder(s.index, slot, target)
+    phrase = findable_phrase(
+        target.title, rng, lambda words: finds(with_answer(words, q.answer, kind)),
+        brand=target.brand, leaf=target.leaf, drop=q.answer, odds=KNOWLEDGE_PHRASE_ODDS,
     )  # fmt: skip
     if q.answer.lower() in phrase.lower():
         return Rejection(reason="the item's name gives the answer away")
@@ -147,7 +151,7 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
     return Draft(
         intent="knowledge",
         query=write_knowledge(phrase, question, kind, rng),
-        slots=[Slot(product_id=target.product_id, title=[target.title])],
+        slots=[slot],
         targets=[target],
         knowledge_attribute=q.answer,
         phrases=[phrase],

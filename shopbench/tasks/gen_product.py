@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, shopper_phrase
+from shopbench.search.filters import WINDOW
+from shopbench.search.index import SearchIndex
+from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import PriceBound, Slot
 from shopbench.tasks.queries import SlotText, write_product
-from shopbench.tasks.satisfy import slot_pairs
+from shopbench.tasks.satisfy import phrase_search, slot_pairs
 
 
 class ConstraintOdds(BaseModel):
@@ -115,15 +118,32 @@ def _option_order(key: str) -> tuple[int, str]:
     return (int(key), key) if key.isdigit() else (1 << 30, key)
 
 
+def finder(index: SearchIndex, slot: Slot, target: Product) -> Callable[[str], bool]:
+    """Whether a phrase puts `target` in the top 50 under the slot's own filters."""
+
+    def finds(phrase: str) -> bool:
+        hits = phrase_search(index, slot, phrase, WINDOW)
+        return any(h.product_id == target.product_id for h in hits)
+
+    return finds
+
+
 def slot_text(
-    slot: Slot, target: Product, rng: random.Random, *, odds: PhraseOdds = PRODUCT_PHRASE_ODDS
+    slot: Slot,
+    target: Product,
+    rng: random.Random,
+    index: SearchIndex,
+    *,
+    odds: PhraseOdds = PRODUCT_PHRASE_ODDS,
 ) -> SlotText:
-    """What the query says about a slot: a shopper's description of the target (drawn with
-    `rng`, :func:`~shopbench.tasks.describe.shopper_phrase`) and every constraint."""
+    """What the query says about a slot: a shopper's description of the target that finds it
+    (drawn with `rng`, :func:`~shopbench.tasks.describe.findable_phrase`) and every
+    constraint."""
     return SlotText(
-        phrase=shopper_phrase(
-            target.title, rng, brand=target.brand, leaf=target.leaf, odds=odds
-        ),
+        phrase=findable_phrase(
+            target.title, rng, finder(index, slot, target), brand=target.brand,
+            leaf=target.leaf, odds=odds,
+        ),  # fmt: skip
         leaf=target.leaf.lower(),
         pairs=slot_pairs(slot),
         price=slot.price[0] if slot.price else None,
@@ -148,7 +168,7 @@ def draft_product(
     if target is None:
         return Rejection(reason="no eligible product")
     slot, _ = derive_slot(target, rng, odds)
-    text = slot_text(slot, target, rng)
+    text = slot_text(slot, target, rng, s.index)
     query = write_product(text, rng)
     return Draft(
         intent="product", query=query, slots=[slot], targets=[target], phrases=[text.phrase]

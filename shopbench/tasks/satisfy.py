@@ -204,22 +204,27 @@ def search_phrase(task: Task, i: int) -> str:
     answer = task.knowledge_attribute
     if task.intent != "knowledge" or not answer:
         return phrase
-    # A brand goes before the item's words, a material after them, as titles have them.
-    if task.meta.get("knowledge_kind") == "brand":
-        return f"{answer} {phrase}"
-    return f"{phrase} {answer}"
+    return with_answer(phrase, answer, str(task.meta.get("knowledge_kind", "")))
 
 
-def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[SearchHit]:
-    """The top `window` hits for slot `i`'s phrase under the slot's own filters (price bound,
+def with_answer(phrase: str, answer: str, kind: str) -> str:
+    """A knowledge item's words with the answer a shopper looked up: a brand goes before
+    them, a material after them, as titles have them."""
+    return f"{answer} {phrase}" if kind == "brand" else f"{phrase} {answer}"
+
+
+def phrase_search(index: SearchIndex, slot: Slot, phrase: str, window: int) -> list[SearchHit]:
+    """The top `window` hits for `phrase` under the slot's own filters (price bound,
     services), best first; empty when the slot's price bounds contradict each other."""
-    slot = task.reward[i]
     price = slot_price_range(slot)
     if price is False:
         return []
-    return index.search(
-        search_phrase(task, i), price=price, service=list(slot.service or []), window=window
-    )
+    return index.search(phrase, price=price, service=list(slot.service or []), window=window)
+
+
+def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[SearchHit]:
+    """The top `window` hits for slot `i`'s phrase under the slot's own filters."""
+    return phrase_search(index, task.reward[i], search_phrase(task, i), window)
 
 
 def satisfying_set(
