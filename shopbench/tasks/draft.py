@@ -8,15 +8,19 @@ applies the split and turns the draft into a :class:`Task`.
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.search.index import SearchIndex
+from shopbench.search.index import SearchHit, SearchIndex
 from shopbench.tasks.model import Intent, Slot, Voucher
 from shopbench.tasks.pool import Pool
+from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
+
+_REMEMBERED_SEARCHES = 64
 
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage
@@ -53,12 +57,33 @@ class Sampler:
         pool: Pool,
         index: SearchIndex,
         knowledge: Callable[[], list[KnowledgePage]] | None = None,
+        *,
+        window: int = SATISFY_WINDOW,
     ) -> None:
         self.pool = pool
         self.index = index
+        self.window = window
         self._knowledge = knowledge
+        self._searches: OrderedDict[tuple[str, str, tuple[str, ...]], list[SearchHit]] = (
+            OrderedDict()
+        )
         self.memo: dict[str, Any] = {}
         """Per-process values an intent generator computes once (e.g. its question bank)."""
+
+    def slot_hits(self, slot: Slot, phrase: str) -> list[SearchHit]:
+        """The top `window` hits for `phrase` under the slot's own filters, best first. The
+        last few searches are remembered: the search that proves a description findable
+        while drafting is the one the satisfying set is then drawn from."""
+        key = (phrase, repr(slot.price), tuple(slot.service or ()))
+        hits = self._searches.get(key)
+        if hits is None:
+            hits = phrase_search(self.index, slot, phrase, self.window)
+            self._searches[key] = hits
+            if len(self._searches) > _REMEMBERED_SEARCHES:
+                self._searches.popitem(last=False)
+        else:
+            self._searches.move_to_end(key)
+        return hits
 
     def product(self, row: int) -> Product | None:
         """The full product of a pool row (None if the index lacks it)."""

@@ -140,7 +140,7 @@ def draft_knowledge(s: Sampler, rng: random.Random) -> DraftResult:
     if target is None:
         return Rejection(reason=f"no eligible product carries the answer of a {kind} question")
     slot = Slot(product_id=target.product_id, title=[target.title])
-    finds = finder(s.index, slot, target)
+    finds = finder(s, slot, target)
     phrase = findable_phrase(
         target.title, rng, lambda words: finds(with_answer(words, q.answer, kind)),
         brand=target.brand, leaf=target.leaf, drop=q.answer, odds=KNOWLEDGE_PHRASE_ODDS,

@@ -16,12 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.search.filters import WINDOW
-from shopbench.search.index import SearchIndex
 from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import PriceBound, Slot
 from shopbench.tasks.queries import SlotText, write_product
-from shopbench.tasks.satisfy import phrase_search, slot_pairs
+from shopbench.tasks.satisfy import slot_pairs
 
 
 class ConstraintOdds(BaseModel):
@@ -118,12 +117,11 @@ def _option_order(key: str) -> tuple[int, str]:
     return (int(key), key) if key.isdigit() else (1 << 30, key)
 
 
-def finder(index: SearchIndex, slot: Slot, target: Product) -> Callable[[str], bool]:
+def finder(s: Sampler, slot: Slot, target: Product) -> Callable[[str], bool]:
     """Whether a phrase puts `target` in the top 50 under the slot's own filters."""
 
     def finds(phrase: str) -> bool:
-        hits = phrase_search(index, slot, phrase, WINDOW)
-        return any(h.product_id == target.product_id for h in hits)
+        return any(h.product_id == target.product_id for h in s.slot_hits(slot, phrase)[:WINDOW])
 
     return finds
 
@@ -132,7 +130,7 @@ def slot_text(
     slot: Slot,
     target: Product,
     rng: random.Random,
-    index: SearchIndex,
+    s: Sampler,
     *,
     odds: PhraseOdds = PRODUCT_PHRASE_ODDS,
 ) -> SlotText:
@@ -141,7 +139,7 @@ def slot_text(
     constraint."""
     return SlotText(
         phrase=findable_phrase(
-            target.title, rng, finder(index, slot, target), brand=target.brand,
+            target.title, rng, finder(s, slot, target), brand=target.brand,
             leaf=target.leaf, odds=odds,
         ),  # fmt: skip
         leaf=target.leaf.lower(),
@@ -168,7 +166,7 @@ def draft_product(
     if target is None:
         return Rejection(reason="no eligible product")
     slot, _ = derive_slot(target, rng, odds)
-    text = slot_text(slot, target, rng, s.index)
+    text = slot_text(slot, target, rng, s)
     query = write_product(text, rng)
     return Draft(
         intent="product", query=query, slots=[slot], targets=[target], phrases=[text.phrase]

@@ -61,7 +61,7 @@ def draft_shop(s: Sampler, rng: random.Random, odds: ConstraintOdds = PRODUCT_OD
     if isinstance(got, Rejection):
         return got
     slots = [derive_slot(p, rng, odds)[0] for p in got]
-    texts = [slot_text(sl, p, rng, s.index) for sl, p in zip(slots, got, strict=True)]
+    texts = [slot_text(sl, p, rng, s) for sl, p in zip(slots, got, strict=True)]
     query = write_shop(texts, rng)
     return Draft(
         intent="shop", query=query, slots=slots, targets=got, phrases=[t.phrase for t in texts]

@@ -91,7 +91,7 @@ def draft_voucher(
     if voucher is None:
         return Rejection(reason="the items are too cheap for a voucher (total < 2)")
     slots = [derive_slot(p, rng, odds)[0] for p in got]
-    texts = [slot_text(sl, p, rng, s.index) for sl, p in zip(slots, got, strict=True)]
+    texts = [slot_text(sl, p, rng, s) for sl, p in zip(slots, got, strict=True)]
     return Draft(
         intent="voucher",
         query=write_voucher(texts, voucher, rng),

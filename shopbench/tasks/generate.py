@@ -41,7 +41,7 @@ from shopbench.tasks.gen_voucher import draft_voucher
 from shopbench.tasks.model import INTENTS, Intent, Task
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.queries import load_phrasings
-from shopbench.tasks.satisfy import SATISFY_WINDOW, satisfying_set, slot_search
+from shopbench.tasks.satisfy import SATISFY_WINDOW, satisfying_set, search_phrase
 from shopbench.tasks.split import DEFAULT_BUCKETS, SPLIT_VERSION, Rotation, SplitRule, cluster_id
 
 GENERATOR_VERSION = "2"
@@ -124,7 +124,9 @@ class _Context:
         self._heldout: dict[str, bool] = {}
         pool = Pool(self.catalog, self.target_ok)
         pool.load_pair_text(self.catalog)
-        self.sampler = Sampler(pool, self.catalog.index, self.catalog.knowledge)
+        self.sampler = Sampler(
+            pool, self.catalog.index, self.catalog.knowledge, window=cfg.satisfy_window
+        )
         self.phrasings_version = load_phrasings().version
 
     def target_ok(self, group_key: str) -> bool:
@@ -242,7 +244,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
     index = ctx.catalog.index
     for i, slot in enumerate(task.reward):
         # One search serves both checks: its top 50 is find_product's window.
-        hits = slot_search(index, task, i, cfg.satisfy_window)
+        hits = ctx.sampler.slot_hits(slot, search_phrase(task, i))
         if not any(h.product_id == slot.product_id for h in hits[:WINDOW]):
             return Rejection(reason="a target is not in the top 50 for its own words")
         ids = satisfying_set(
