@@ -86,3 +86,11 @@ def test_a_description_that_finds_nothing_says_more() -> None:
     assert first == asked[0]
     # When nothing finds it, the fullest is returned (the generator then drops the draft).
     assert findable_phrase(HELMET, random.Random(2), lambda p: False, **kw) == full
+
+
+def test_a_run_led_by_for_goes_after_the_noun() -> None:
+    title = "Plexa RGB Plug and Play For Laptop Mouse"
+    odds = PhraseOdds(brand=0.0, modifier=1.0, max_modifiers=5)
+    assert shopper_phrase(title, random.Random(1), brand="Plexa", leaf="Mice", odds=odds) == (
+        "RGB plug and play mouse for laptop"
+    )

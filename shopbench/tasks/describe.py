@@ -183,8 +183,13 @@ def shopper_phrase(
         picked += rng.sample(rest, min(len(rest), odds.min_modifiers - len(picked)))
     if len(picked) > odds.max_modifiers:
         picked = rng.sample(picked, odds.max_modifiers)
+    # A unit led by "for" or "with" reads as a clause: it goes after the rest ("mouse for
+    # laptop", not "for laptop mouse").
+    trailing = [u for u in picked if folded[u[0]] in _JOINERS]
     keep = {*noun, *(i for u in picked for i in u), *(brand_at if kept_brand else ())}
-    out = [_shopper_case(words[i], i in brand_at) for i in sorted(keep)]
+    keep -= {i for u in trailing for i in u}
+    order = sorted(keep) + [i for u in sorted(trailing, key=lambda u: u[0]) for i in u]
+    out = [_shopper_case(words[i], i in brand_at) for i in order]
     return " ".join(out).strip(_STRIP + " ") or full
 
 
