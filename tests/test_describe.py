@@ -94,3 +94,10 @@ def test_a_run_led_by_for_goes_after_the_noun() -> None:
     assert shopper_phrase(title, random.Random(1), brand="Plexa", leaf="Mice", odds=odds) == (
         "RGB plug and play mouse for laptop"
     )
+
+
+def test_no_word_ends_a_sentence_inside_a_description() -> None:
+    title = "Bexley Pet Co. Odor Control Premium Cat Tree"
+    odds = PhraseOdds(brand=1.0)
+    got = shopper_phrase(title, random.Random(1), brand="Bexley Pet Co.", odds=odds)
+    assert got.startswith("Bexley Pet Co ") and "." not in got

@@ -189,7 +189,8 @@ def shopper_phrase(
     keep = {*noun, *(i for u in picked for i in u), *(brand_at if kept_brand else ())}
     keep -= {i for u in trailing for i in u}
     order = sorted(keep) + [i for u in sorted(trailing, key=lambda u: u[0]) for i in u]
-    out = [_shopper_case(words[i], i in brand_at) for i in order]
+    # "Co." would end a sentence in the middle of a query.
+    out = [_shopper_case(words[i], i in brand_at).rstrip(".") for i in order]
     return " ".join(out).strip(_STRIP + " ") or full
 
 
