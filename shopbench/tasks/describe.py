@@ -11,7 +11,9 @@ not by pasting the query into the search box.
 generator: the product's noun (the words its leaf calls it, or the title's last word when
 the leaf is unknown) always, the brand with probability ``brand``, each other content word
 with probability ``modifier`` (at least ``min_modifiers``, at most ``max_modifiers``), in
-the title's order. Title-case words are lower-cased as a shopper types them; words with
+the title's order, except that a run led by "for" goes last ("mouse for laptop"); runs of
+the leaf's own words ("heavy duty") are kept or left whole, pack counts never, and no word
+is said twice. Title-case words are lower-cased as a shopper types them; words with
 digits or in capitals (``4k``, ``LED``) and the brand keep their case.
 :func:`findable_phrase` says more when the words do not find the product (the generator
 keeps only tasks whose targets are findable from the query's words).
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -67,8 +69,8 @@ class LeafWords:
     """Pack counts (``set of 3``): never a describing word."""
 
 
-def _runs(texts: object) -> tuple[tuple[str, ...], ...]:
-    runs = {tuple(_fold(w) for w in str(t).split()) for t in texts}  # type: ignore[attr-defined]
+def _runs(texts: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    runs = {tuple(_fold(w) for w in t.split()) for t in texts}
     return tuple(sorted((r for r in runs if r), key=lambda r: (-len(r), r)))
 
 
