@@ -55,13 +55,15 @@ def test_the_whole_file_validates_and_a_broken_task_is_caught(
     )
     other = _by_intent(built, "product")[0]
     lost = other.model_copy(update={"id": "lost", "satisfying": [["999999999999"]]})
-    write_tasks(path, [broke, lost])
+    edited = other.model_copy(update={"id": "edited", "query": "Show me something nice."})
+    write_tasks(path, [broke, lost, edited])
     bad = validate_file(path, catalog.index)
     assert not bad.ok and bad.valid == 0
     text = "\n".join(bad.problems)
     assert "broken: target fails its own grader: budget" in text
     assert "lost: slot 1: target missing from its satisfying set" in text
     assert "lost: slot 1: satisfying id 999999999999 not in the catalog" in text
+    assert "edited: slot 1: its phrase" in text and "is not in the query" in text
 
 
 def test_same_seed_same_bytes_any_workers_and_another_seed_differs(catalog_dir: Path) -> None:

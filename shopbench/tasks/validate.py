@@ -7,8 +7,8 @@ A task is valid against a catalog when:
 2. every slot has a non-empty satisfying set, every listed product passes its slot, and the
    target is in it;
 3. every target is findable: it is in the top-50 window of ``find_product`` for the slot's
-   product phrase (``satisfy.search_phrase``: the words the query names the item with)
-   under the slot's own filters (price bound, services);
+   phrase (``satisfy.search_phrase``: the words the query names the item with, which the
+   query must contain) under the slot's own filters (price bound, services);
 4. the split holds: a live task has no held-out product group among its targets or its
    satisfying sets; a held-out task's targets are all held out.
 
@@ -76,6 +76,8 @@ def check_task(
     if sets is None:
         problems.append("no satisfying sets")
     for i in range(len(task.reward)):
+        if task.phrases is not None and task.phrases[i] not in task.query:
+            problems.append(f"slot {i + 1}: its phrase {task.phrases[i]!r} is not in the query")
         if not findable(index, task, i):
             problems.append(f"slot {i + 1}: target not in the top {WINDOW} for its own words")
         if sets is None:
