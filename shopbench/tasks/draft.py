@@ -20,10 +20,10 @@ from shopbench.tasks.model import Intent, Slot, Voucher
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
 
-_REMEMBERED_SEARCHES = 64
-
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage
+
+_REMEMBERED_SEARCHES = 64
 
 
 class Draft(BaseModel):
@@ -37,7 +37,7 @@ class Draft(BaseModel):
     targets: list[Product]
     voucher: Voucher | None = None
     knowledge_attribute: str | None = None
-    phrases: list[str] = Field(description="per slot, the words a shopper searches with")
+    phrases: list[str] = Field(description="per slot, the words the query names the item with")
     meta: dict[str, str | int | float] = Field(default_factory=dict)
 
 
