@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shopbench.archive.jsonl import TRAJECTORIES_FILE, JsonlSink
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import CatalogError, ShopbenchError
 from shopbench.tasks.model import INTENTS
@@ -41,7 +42,6 @@ from template.base.config import (
     ValidatorNeuronConfig,
 )
 from template.base.round import RoundResult
-from template.base.sink import TRAJECTORIES_FILE, JsonlSink
 from template.base.state import STATE_FILE
 from template.signing import LocalWallet
 
@@ -115,7 +115,7 @@ def _validator_config(config: ArenaConfig, state_dir: Path) -> ValidatorConfig:
     )  # fmt: skip
     consensus = config.consensus
     if config.judge is not None:
-        from shopbench.grading.llm_judge import parse_judge_spec
+        from shopbench.judging.llm.config import parse_judge_spec
         from template.base.config import LLMJudgeSection
 
         endpoints = parse_judge_spec(config.judge)

@@ -104,7 +104,7 @@ class ArenaConfig(BaseModel):
     @classmethod
     def _judge_spec(cls, spec: str | None) -> str | None:
         if spec is not None:
-            from shopbench.grading.llm_judge import parse_judge_spec
+            from shopbench.judging.llm.config import parse_judge_spec
 
             models = {e.model for e in parse_judge_spec(spec)}
             if len(models) != 1:

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from shopbench.agents.messages import (
+from shopbench.chat import (
     MAX_ARGUMENTS_BYTES,
     MAX_TEXT_BYTES,
     MAX_TOOL_CALLS,

@@ -1,6 +1,6 @@
 """Hotkey signatures over records, and in-memory wallets for the arena and tests.
 
-:class:`HotkeySigner` and :class:`HotkeyVerifier` implement ``shopbench.signing``'s
+:class:`HotkeySigner` and :class:`HotkeyVerifier` implement ``shopbench.archive.signing``'s
 ``Signer`` / ``Verifier`` with a bittensor hotkey. Every record signature covers
 ``RECORD_DOMAIN + payload``, so a signed record can never double as a signed HTTP request
 (``btauth/1``) or an extrinsic, whatever bytes a record holds.

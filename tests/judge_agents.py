@@ -19,7 +19,8 @@ from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
 from shopbench.tasks.model import PriceBound, Slot, Task
 from shopbench.tasks.queries import product_phrase
-from shopbench.trajectory import Trajectory, run_episode
+from shopbench.trajectory.loop import run_episode
+from shopbench.trajectory.record import Trajectory
 
 _QUOTED = re.compile(r'"([^"]+)"')
 _BUDGET = re.compile(r"under (\d+) pesos")

@@ -15,11 +15,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from shopbench.archive.jsonl import read_trajectories
+from shopbench.archive.signing import verify_trajectory
 from shopbench.catalog.layout import seed_hash
 from shopbench.commands import arena as arena_command
 from template.arena import AddedMiner, ArenaError, validator_hotkey
 from template.base.neuron import write_local_wallet
-from template.base.sink import read_trajectories, verify_trajectory
 from template.signing import HotkeyVerifier
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from shopbench.commands import judge as judge_commands
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.calibrate import (
+from shopbench.evaluate.calibrate import (
     CalibrationConfig,
     CalibrationError,
     auc,

@@ -11,8 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from shopbench.agents.messages import AssistantMessage, FunctionCall, ToolCall
 from shopbench.agents.registry import PolicySpecError, make_policy
+from shopbench.chat import AssistantMessage, FunctionCall, ToolCall
 from shopbench.commands.evaluate import register
 from shopbench.env import ShoppingEnv
 from shopbench.evaluate.report import (
@@ -25,7 +25,8 @@ from shopbench.evaluate.report import (
 from shopbench.evaluate.runner import EvalConfig, EvalError, episode_key, run_evaluation
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
-from shopbench.trajectory import RunLimits, TerminationReason, Trajectory
+from shopbench.trajectory.loop import RunLimits
+from shopbench.trajectory.record import TerminationReason, Trajectory
 
 
 @pytest.fixture(scope="module")

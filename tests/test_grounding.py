@@ -7,13 +7,13 @@ from typing import Any
 from judge_agents import Careful, Offline, hit, make_tasks, play, record
 
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.grounding import (
+from shopbench.judging.rubric.grounding import (
     GroundingRules,
     ground_search,
     narrow_price_window,
     words,
 )
-from shopbench.grading.rubric import RubricJudge
+from shopbench.judging.rubric.judge import RubricJudge
 
 REQUEST = set(words('I need the "Kalibo Trail Running Shoes" for men, under 2,500 pesos'))
 

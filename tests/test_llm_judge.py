@@ -31,36 +31,29 @@ from fake_openai import (  # noqa: E402
 from judge_agents import Careful, Narrator, details, hit, make_tasks, play, record  # noqa: E402
 
 from shopbench.env.env import ShoppingEnv  # noqa: E402
-from shopbench.grading.combine import (  # noqa: E402
+from shopbench.evaluate.injection import inject  # noqa: E402
+from shopbench.judging.llm.agreement import agreement, spearman  # noqa: E402
+from shopbench.judging.llm.build import make_llm_judge  # noqa: E402
+from shopbench.judging.llm.cache import DiskCache, MemoryCache  # noqa: E402
+from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig, parse_judge_spec  # noqa: E402
+from shopbench.judging.llm.errors import JudgeSpecError, JudgeUnavailable  # noqa: E402
+from shopbench.judging.llm.fallback import is_fallback  # noqa: E402
+from shopbench.judging.llm.judge import LLMJudge  # noqa: E402
+from shopbench.judging.llm.release import JudgeRelease  # noqa: E402
+from shopbench.judging.llm.render import Renderer  # noqa: E402
+from shopbench.judging.llm.reply import read_reply  # noqa: E402
+from shopbench.judging.llm.view import build_view  # noqa: E402
+from shopbench.judging.record import read_record  # noqa: E402
+from shopbench.judging.rubric.judge import RubricJudge, load_rubric  # noqa: E402
+from shopbench.scoring.combine import (  # noqa: E402
     CombineRule,
     LLMSampling,
     RoundJudge,
     combine,
     select_for_llm,
 )
-from shopbench.grading.injection import inject  # noqa: E402
-from shopbench.grading.llm.render import Renderer  # noqa: E402
-from shopbench.grading.llm.reply import read_reply  # noqa: E402
-from shopbench.grading.llm.view import build_view  # noqa: E402
-from shopbench.grading.llm_judge import (  # noqa: E402
-    DiskCache,
-    Endpoint,
-    JudgeRelease,
-    JudgeSpecError,
-    JudgeUnavailable,
-    LLMJudge,
-    LLMJudgeConfig,
-    MemoryCache,
-    agreement,
-    is_fallback,
-    make_llm_judge,
-    parse_judge_spec,
-    spearman,
-)
-from shopbench.grading.record import read_record  # noqa: E402
-from shopbench.grading.rubric import RubricJudge, load_rubric  # noqa: E402
-from shopbench.grading.score import with_judgement  # noqa: E402
-from shopbench.trajectory import Trajectory  # noqa: E402
+from shopbench.scoring.score import with_judgement  # noqa: E402
+from shopbench.trajectory.record import Trajectory  # noqa: E402
 
 MODEL = "judge/model"
 REVISION = "a" * 40
@@ -478,7 +471,7 @@ def test_a_server_serving_another_model_is_refused_loudly(
 ) -> None:
     server.reset("someone/else-7b")
     judge = judge_for(server, override=False)
-    with caplog.at_level(logging.ERROR, logger="shopbench.grading.llm"):
+    with caplog.at_level(logging.ERROR, logger="shopbench.judging.llm"):
         v = asyncio.run(judge.ajudge(episodes["careful"][0]))
     assert is_fallback(v) and "unavailable (model_mismatch)" in v.notes[-1]
     assert "serves 'someone/else-7b', not the judge model 'judge/model'" in v.notes[-1]

@@ -24,16 +24,13 @@ import pytest
 from judge_agents import Careful, make_tasks, play
 
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.llm.reply import read_completion, read_reply, response_format
-from shopbench.grading.llm_judge import (
-    Endpoint,
-    JudgeRelease,
-    JudgeUnavailable,
-    LLMJudge,
-    LLMJudgeConfig,
-    is_fallback,
-)
-from shopbench.grading.rubric import RubricJudge, load_rubric
+from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
+from shopbench.judging.llm.errors import JudgeUnavailable
+from shopbench.judging.llm.fallback import is_fallback
+from shopbench.judging.llm.judge import LLMJudge
+from shopbench.judging.llm.release import JudgeRelease
+from shopbench.judging.llm.reply import read_completion, read_reply, response_format
+from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 
 URL = os.environ.get("SHOPBENCH_OPENAI_URL", "")
 pytestmark = pytest.mark.skipif(

@@ -20,7 +20,7 @@ from shopbench.evaluate.metrics import (
     pass_hat_k,
     summarize,
 )
-from shopbench.grading.outcome import Outcome, grade
+from shopbench.outcome.grader import Outcome, grade
 from shopbench.tasks.model import Slot, Task
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from shopbench.catalog.schema import Product
-from shopbench.grading.budget import check_budget
-from shopbench.grading.outcome import grade, grade_slot
-from shopbench.grading.title import (
+from shopbench.outcome.budget import check_budget
+from shopbench.outcome.grader import grade, grade_slot
+from shopbench.outcome.title import (
     EmbeddingModelMissing,
     EmbeddingTitleMatcher,
     LexicalTitleMatcher,

@@ -20,7 +20,8 @@ from shopbench.agents.reference.query_reading import (
 from shopbench.agents.registry import make_policy
 from shopbench.env import ShoppingEnv
 from shopbench.tasks.model import PriceBound, Task, Voucher
-from shopbench.trajectory import Trajectory, run_episode
+from shopbench.trajectory.loop import run_episode
+from shopbench.trajectory.record import Trajectory
 
 # -- reading requests -----------------------------------------------------------------------
 

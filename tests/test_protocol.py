@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage, FunctionCall, ToolCall
+from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env.tools import ShopTools
 from template.protocol import (
     MAX_MESSAGES,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from template.base.sink import JsonlSink, read_trajectories
+from shopbench.archive.jsonl import JsonlSink, read_trajectories
 from template.base.state import (
     STATE_FILE,
     StateError,
@@ -173,7 +173,7 @@ def test_a_validator_killed_mid_round_restarts_with_everything_it_saved(tmp_path
 
 
 def _trajectory(episode_id: str) -> Any:
-    from shopbench.trajectory import Trajectory
+    from shopbench.trajectory.record import Trajectory
 
     return Trajectory.model_validate({
         "episode_id": episode_id, "task_id": "t", "intent": "product", "query": "q",

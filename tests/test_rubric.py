@@ -23,11 +23,11 @@ from judge_agents import (
 )
 
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.injection import VARIANTS, inject
-from shopbench.grading.judge import Judge, JudgeError, Verdict, make_judge
-from shopbench.grading.rubric import RubricJudge, load_rubric
-from shopbench.grading.score import DEFAULT_FORMULA, with_judgement
-from shopbench.trajectory import Trajectory
+from shopbench.evaluate.injection import VARIANTS, inject
+from shopbench.judging.judge import Judge, JudgeError, Verdict, make_judge
+from shopbench.judging.rubric.judge import RubricJudge, load_rubric
+from shopbench.scoring.score import DEFAULT_FORMULA, with_judgement
+from shopbench.trajectory.record import Trajectory
 
 GATES = [
     "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",
@@ -230,7 +230,8 @@ def test_verdicts_are_deterministic_and_round_trip(
 
 
 def test_rubric_files_are_checked(tmp_path: Path) -> None:
-    text = resources.files("shopbench.grading").joinpath("data", "rubric_v1.toml").read_text()
+    data = resources.files("shopbench.judging.rubric").joinpath("data", "rubric_v1.toml")
+    text = data.read_text()
     cases = {
         "missing.toml": None,
         "broken.toml": "[rubric\n",

@@ -7,7 +7,7 @@ import itertools
 import pytest
 from pydantic import ValidationError
 
-from shopbench.grading.score import DEFAULT_FORMULA, ScoreFormula
+from shopbench.scoring.score import DEFAULT_FORMULA, ScoreFormula
 
 
 def test_success_follows_sn15() -> None:

@@ -12,10 +12,10 @@ import typer
 from typer.testing import CliRunner
 
 from shopbench.catalog.schema import Product
+from shopbench.catalog.search.filters import parse_price
+from shopbench.catalog.search.index import MARKER, SearchIndex
+from shopbench.catalog.search.writer import INDEX_FORMAT as FMT
 from shopbench.errors import CatalogError, SearchError
-from shopbench.search.filters import parse_price
-from shopbench.search.index import MARKER, SearchIndex
-from shopbench.search.writer import INDEX_FORMAT as FMT
 
 
 def row(
@@ -131,7 +131,7 @@ def test_a_query_without_searchable_words_lists_top_sellers(index: SearchIndex, 
 def test_terms_in_most_of_a_large_catalog_are_left_out_of_longer_queries(
     index: SearchIndex, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shopbench.search import ranking
+    from shopbench.catalog.search import ranking
 
     # "tee" is in 60 of the 70 products; a catalog this small keeps it in every query...
     assert {h.product_id for h in index.search("tee wireless", window=1000)} >= {"200", "101"}
@@ -235,7 +235,7 @@ def test_post_filtering_falls_back_to_the_engine_when_too_few_pass(
     ladder: SearchIndex, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any],
     want: list[str], engine_calls: int, max_fetch: int,
 ) -> None:
-    from shopbench.search import ranking
+    from shopbench.catalog.search import ranking
 
     monkeypatch.setattr(ranking, "TIE_FETCH", 4)
     monkeypatch.setattr(ranking, "POST_FILTER_FACTOR", 2)  # looks at the top 6 first
@@ -361,7 +361,7 @@ def test_open_errors_name_the_path(tmp_path: Path) -> None:
 
 
 def test_open_refuses_an_index_whose_parts_disagree(tmp_path: Path) -> None:
-    from shopbench.search.hit_table import HITS_FILE
+    from shopbench.catalog.search.hit_table import HITS_FILE
 
     with SearchIndex.create(tmp_path / "i", heap_mb=32, threads=1) as w:
         w.add(GADGETS)
@@ -511,7 +511,7 @@ def test_bench_search_prints_one_json_object(catalog_with_index: Path) -> None:
 
 
 def test_bench_queries_are_drawn_from_the_catalog_by_seed(catalog_with_index: Path) -> None:
-    from bench.search import make_queries, sample_products
+    from shopbench.bench.search import make_queries, sample_products
 
     a = make_queries(sample_products(catalog_with_index, 30, seed=5), seed=5)
     b = make_queries(sample_products(catalog_with_index, 30, seed=5), seed=5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shopbench.signing import Signer, Verifier
+from shopbench.archive.signing import Signer, Verifier
 from template.signing import RECORD_DOMAIN, HotkeySigner, HotkeyVerifier, LocalWallet
 
 PAYLOAD = b'{"episode_id":"ep-1","score":0.9}'

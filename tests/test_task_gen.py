@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from shopbench.grading.budget import check_budget
-from shopbench.grading.outcome import DEFAULT_MATCHER, grade
+from shopbench.outcome.budget import check_budget
+from shopbench.outcome.grader import DEFAULT_MATCHER, grade
 from shopbench.tasks.generate import BuildConfig, BuildResult, build_tasks
 from shopbench.tasks.io import format_task, read_tasks, write_tasks
 from shopbench.tasks.model import Task

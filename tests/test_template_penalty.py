@@ -9,8 +9,8 @@ from judge_agents import Careful, Narrator, make_tasks, play
 from pydantic import ValidationError
 
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.rubric import RubricJudge
-from shopbench.grading.template_penalty import (
+from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.scoring.template_penalty import (
     MinHasher,
     TemplateConfig,
     masked_tokens,

@@ -10,18 +10,14 @@ from typing import Any
 
 import pytest
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.agents.reference import CarefulPolicy
+from shopbench.archive.signing import sign_trajectory, verify_trajectory
+from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env import EpisodeLimits, ShoppingEnv
 from shopbench.tasks.model import Slot, Task
-from shopbench.trajectory import (
-    JudgeVerdict,
-    RunLimits,
-    Signature,
-    TerminationReason,
-    Trajectory,
-    run_episode,
-)
+from shopbench.trajectory.loop import RunLimits, run_episode
+from shopbench.trajectory.record import Signature, TerminationReason, Trajectory
+from shopbench.trajectory.verdict import JudgeVerdict
 
 KEY = b"t" * 32
 
@@ -126,14 +122,14 @@ def test_a_signed_record_verifies_until_anything_in_it_changes(
 ) -> None:
     key = KeyedHash()
     t = play(env, task, Stub(TERMINATE))
-    assert not t.verify(key)  # unsigned
-    signed = t.sign(key)
+    assert not verify_trajectory(t, key)  # unsigned
+    signed = sign_trajectory(t, key)
     assert signed.signature is not None and signed.signature.signer == "5Fake"
-    assert signed.verify(key)
-    assert Trajectory.model_validate_json(signed.model_dump_json()).verify(key)
-    assert not signed.model_copy(update={"score": 1.0}).verify(key)
+    assert verify_trajectory(signed, key)
+    assert verify_trajectory(Trajectory.model_validate_json(signed.model_dump_json()), key)
+    assert not verify_trajectory(signed.model_copy(update={"score": 1.0}), key)
     forged = signed.model_copy(update={"miner_uid": 3})
-    assert not forged.verify(key)
+    assert not verify_trajectory(forged, key)
 
 
 def test_a_record_of_another_schema_version_is_refused(env: ShoppingEnv, task: Task) -> None:

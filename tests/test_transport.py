@@ -17,11 +17,12 @@ from bittensor import http_auth
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import StreamingResponse
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.agents.reference import CarefulPolicy
+from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env import ShoppingEnv
 from shopbench.tasks.model import Slot, Task
-from shopbench.trajectory import Signature, Trajectory, run_episode
+from shopbench.trajectory.loop import run_episode
+from shopbench.trajectory.record import Signature, Trajectory
 from template.chain.model import MetagraphView, NeuronView
 from template.errors import (
     BadStatus,

@@ -20,6 +20,8 @@ import pytest
 from bittensor.intents.weights import normalize
 
 from shopbench.agents.registry import make_policy
+from shopbench.archive.jsonl import read_trajectories
+from shopbench.archive.signing import verify_trajectory
 from template.base.clock import ClockError, check_clock
 from template.base.config import (
     ClockConfig,
@@ -36,7 +38,6 @@ from template.base.rotation import (
     RotationConfig,
     reveal_matches,
 )
-from template.base.sink import read_trajectories, verify_trajectory
 from template.base.state import RotationState
 from template.base.validator import Validator
 from template.chain import LocalChain, MemorySubstrate, SubnetParams

@@ -9,8 +9,8 @@ import pytest
 from fake_openai import FakeJudgeServer, running
 from test_validator import Subnet, honest, make_validator, one_round  # noqa: F401
 
+from shopbench.archive.jsonl import read_trajectories
 from template.base.config import LLMJudgeSection
-from template.base.sink import read_trajectories
 from template.signing import LocalWallet
 
 

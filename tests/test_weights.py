@@ -7,7 +7,7 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from template.base.weights import ScoreBook, WeightCurve
+from shopbench.scoring.weights import ScoreBook, WeightCurve
 
 
 def test_curve_values_follow_the_exponent() -> None:

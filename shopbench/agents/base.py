@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.chat import AssistantMessage, ChatMessage
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.errors import ShopbenchError
 
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)

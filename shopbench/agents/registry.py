@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from shopbench.errors import ShopbenchError
-from shopbench.openai_spec import OPENAI_PREFIX, split_openai_spec
+from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy

@@ -114,7 +114,7 @@ def import_catalog(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[Catalog, ImportReport]:
     """Stream ShoppingBench products from `source` into a new catalog at `out`."""
-    from shopbench.search.index import SearchIndex
+    from shopbench.catalog.search.index import SearchIndex
 
     src, out = Path(source), Path(out)
     lines = _open_lines(src)

@@ -39,7 +39,7 @@ from shopbench.errors import CatalogError
 
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage
-    from shopbench.search.index import SearchIndex
+    from shopbench.catalog.search.index import SearchIndex
 
 Progress = Callable[[int], None]
 """Called with the number of products just added."""
@@ -78,7 +78,7 @@ class Catalog:
     @classmethod
     def open(cls, path: str | Path) -> Catalog:
         """Open a complete catalog; CatalogError (one line, naming the path) otherwise."""
-        from shopbench.search.index import SearchIndex
+        from shopbench.catalog.search.index import SearchIndex
 
         p = Path(path)
         manifest = read_manifest(p)
@@ -189,7 +189,7 @@ def build_catalog(
         generate_knowledge,
         n_chunks,
     )
-    from shopbench.search.index import SearchIndex
+    from shopbench.catalog.search.index import SearchIndex
 
     if n_products < 1:
         raise CatalogError(f"--products must be at least 1, got {n_products}")

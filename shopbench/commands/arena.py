@@ -106,7 +106,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Validator turns per second and per-turn overhead against instant loopback miners."""
-        from bench.validator import run
+        from template.bench.validator import run
 
         result = run(
             miners=miners, concurrency=concurrency, episodes=episodes,

@@ -102,7 +102,7 @@ def bench_catalog(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (always on)")] = True,
 ) -> None:
     """Time a full build (generate + Parquet + index) and the reopen; print JSON."""
-    from bench.catalog import run
+    from shopbench.bench.catalog import run
 
     typer.echo(json.dumps(run(products, seed, out, workers, keep)))
 

@@ -86,7 +86,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Tool calls per second and per-tool latency on a realistic call mix."""
-        from bench.env import run
+        from shopbench.bench.env import run
 
         result = run(catalog, episodes=episodes, seed=seed)
         print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))

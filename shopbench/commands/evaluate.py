@@ -54,7 +54,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from shopbench.agents.registry import check_spec, make_policy
         from shopbench.evaluate.report import build_report, write_outputs
         from shopbench.evaluate.runner import EvalConfig, run_evaluation
-        from shopbench.trajectory import RunLimits
+        from shopbench.trajectory.loop import RunLimits
 
         check_spec(policy)  # a bad --policy fails before the catalog is opened
         env, chosen = _load(catalog, tasks, limit)
@@ -104,7 +104,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Episodes per second of the episode loop with a local policy (env + policy + grade)."""
-        from bench.eval import EvalBenchConfig, run
+        from shopbench.bench.eval import EvalBenchConfig, run
 
         result = run(
             EvalBenchConfig(

@@ -35,13 +35,13 @@ def calibrate_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from shopbench.env.env import ShoppingEnv
-    from shopbench.grading.calibrate import (
+    from shopbench.evaluate.calibrate import (
         CalibrationConfig,
         CalibrationError,
         run_calibration,
         write_report,
     )
-    from shopbench.grading.judge import JUDGES, JudgeError
+    from shopbench.judging.judge import JUDGES, JudgeError
     from shopbench.tasks.io import read_tasks
 
     if judge not in JUDGES and not judge.startswith("openai:"):
@@ -74,8 +74,8 @@ def calibrate_command(
         bars = {p: bar.add_task(p, total=len(load.tasks)) for p in cfg.policies}
 
         def write(policy: str, t: object, v: object) -> None:
-            from shopbench.grading.judge import Verdict
-            from shopbench.trajectory import Trajectory
+            from shopbench.judging.judge import Verdict
+            from shopbench.trajectory.record import Trajectory
 
             assert isinstance(t, Trajectory) and isinstance(v, Verdict)
             row = {
@@ -112,7 +112,7 @@ def show_command(
     as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
-    from shopbench.grading.judge import JudgeError, make_judge
+    from shopbench.judging.judge import JudgeError, make_judge
 
     j = make_judge(judge, str(rubric) if rubric else None)
     try:
@@ -162,7 +162,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Rubric-judge throughput (trajectories per second on one core) on real episodes."""
-        from bench.judge import run
+        from shopbench.bench.judge import run
 
         result = run(catalog, tasks=tasks, episodes=episodes, seconds=seconds, seed=seed)
         print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))

@@ -31,8 +31,8 @@ def search_command(
 ) -> None:
     """Search a catalog as an agent's find_product does, showing catalog ids."""
     from shopbench.catalog.layout import INDEX_DIR, read_manifest
-    from shopbench.search.filters import PAGE_SIZE
-    from shopbench.search.index import SearchIndex
+    from shopbench.catalog.search.filters import PAGE_SIZE
+    from shopbench.catalog.search.index import SearchIndex
 
     read_manifest(directory)
     index = SearchIndex.open(directory / INDEX_DIR)
@@ -65,7 +65,7 @@ def bench_search_command(
     as_json: Annotated[bool, typer.Option("--json/--no-json", help="print one JSON object")] = True,
 ) -> None:
     """Search latency (p50/p99, filtered), throughput on 1 and N threads, open time."""
-    from bench.search import SearchBenchConfig, run
+    from shopbench.bench.search import SearchBenchConfig, run
 
     result = run(SearchBenchConfig(catalog=catalog, queries=queries, threads=threads, seed=seed))
     from shopbench.commands.progress import echo_result

@@ -26,7 +26,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Signed round trips per second and p50/p99 latency, client and miner in two processes."""
-        from bench.transport import run
+        from template.bench.transport import run
 
         result = run(requests_c1=requests_c1, requests_c64=requests_c64, seed=seed)
         print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))

@@ -240,7 +240,7 @@ def bench_tasks_command(
     as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
     """Validated tasks per second on a catalog (the target: 10,000 from 1M in 2 minutes)."""
-    from bench.tasks import TaskBenchConfig, run
+    from shopbench.bench.tasks import TaskBenchConfig, run
 
     result = run(
         TaskBenchConfig(catalog=catalog, n=n, intents=_intent_list(intents), workers=workers,

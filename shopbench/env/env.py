@@ -7,16 +7,20 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shopbench.chat import EpisodeLimits
 from shopbench.env.episode import Episode
 from shopbench.env.knowledge_index import KnowledgeIndex
-from shopbench.env.limits import EpisodeLimits
 from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.toolkit import ToolSpec
 from shopbench.env.tools import ShopTools
 from shopbench.errors import ShopbenchError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from shopbench.catalog.store import Catalog
+    from shopbench.outcome.grader import Outcome
+    from shopbench.outcome.title import TitleMatcher
     from shopbench.tasks.model import Intent, Task
 
 KEY_BYTES = 32
@@ -36,8 +40,10 @@ class ShoppingEnv:
         catalog: Catalog,
         limits: EpisodeLimits | None = None,
         prompt_version: str = SYSTEM_PROMPT_VERSION,
+        matcher: TitleMatcher | None = None,
     ) -> None:
         self.catalog = catalog
+        self.matcher = matcher
         self.limits = limits or EpisodeLimits()
         self.prompt_version = prompt_version
         self.system_prompt = render_system_prompt(
@@ -95,3 +101,12 @@ class ShoppingEnv:
             limits=self.limits,
             knowledge=self.knowledge_index if task.intent == "knowledge" else None,
         )
+
+    def grade(self, task: Task, product_ids: Sequence[str | None]) -> Outcome:
+        """ShoppingBench's outcome rules applied to the recommended catalog ids, in order
+        (None, or an id the catalog lacks, is an empty recommendation for its slot)."""
+        from shopbench.outcome.grader import grade
+
+        wanted = [i for i in product_ids if i is not None]
+        found = {p.product_id: p for p in self.catalog.get(wanted) if p is not None}
+        return grade(task, [found.get(i) if i else None for i in product_ids], self.matcher)

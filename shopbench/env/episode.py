@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import (
     ArgumentError,
     EpisodeOverError,
@@ -24,15 +25,14 @@ from shopbench.env.errors import (
     UnknownToolError,
     error_code,
 )
-from shopbench.env.limits import EpisodeLimits
 from shopbench.env.tokens import TokenBook
 from shopbench.env.toolkit import ToolSpec, bind_arguments
 from shopbench.env.tools import ShopTools
 from shopbench.errors import ShopbenchError
 
 if TYPE_CHECKING:
+    from shopbench.catalog.search.index import SearchIndex
     from shopbench.env.knowledge_index import KnowledgeIndex
-    from shopbench.search.index import SearchIndex
     from shopbench.tasks.model import Task
 
 logger = logging.getLogger(__name__)

@@ -103,7 +103,7 @@ def outcome_line(
     task: Task, episode: Episode, get: Callable[[list[str]], list[Product | None]]
 ) -> str:
     """The grader's verdict on the episode's recommendation, in one line."""
-    from shopbench.grading.outcome import grade
+    from shopbench.outcome.grader import grade
 
     outcome = grade(task, get(episode.recommended_ids()))
     scores = ", ".join(f"{s:.2f}" for s in outcome.rule_scores)

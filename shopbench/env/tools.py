@@ -12,16 +12,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from shopbench.catalog.schema import SERVICES, Product
+from shopbench.catalog.search.filters import MAX_PAGE, parse_price
+from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import ArgumentError, InvalidIdError, LimitError, NotAllowedError
-from shopbench.env.limits import EpisodeLimits
 from shopbench.env.tokens import TokenBook, TokenKind, token_digits
 from shopbench.env.toolkit import Toolkit, tool
 from shopbench.errors import SearchError
-from shopbench.search.filters import MAX_PAGE, parse_price
 
 if TYPE_CHECKING:
+    from shopbench.catalog.search.index import SearchIndex
     from shopbench.env.knowledge_index import KnowledgeIndex
-    from shopbench.search.index import SearchIndex
 
 Sort = Literal["priceasc", "pricedesc", "order", "default"]
 

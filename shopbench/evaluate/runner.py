@@ -1,6 +1,6 @@
 """The evaluation harness: every task played K times by a policy, episodes in parallel.
 
-Each episode goes through :func:`shopbench.trajectory.run_episode`, the one episode loop,
+Each episode goes through :func:`shopbench.trajectory.loop.run_episode`, the one episode loop,
 so an evaluated policy is treated exactly as a miner is. Episode keys are derived from
 (seed, task id, sample), so a rerun with the same seed shows the agent the same ids; sample
 k of every task is played by the policy made with seed ``seed + k`` (reference policies
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
-from shopbench.trajectory import RunLimits, Trajectory, run_episode
+from shopbench.trajectory.loop import RunLimits, run_episode
+from shopbench.trajectory.record import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.search.index import SearchHit, SearchIndex
+from shopbench.catalog.search.index import SearchHit, SearchIndex
 from shopbench.tasks.model import Intent, Slot, Voucher
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search

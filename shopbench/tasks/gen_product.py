@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.search.filters import WINDOW
+from shopbench.catalog.search.filters import WINDOW
 from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.model import PriceBound, Slot

@@ -29,10 +29,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
+from shopbench.catalog.search.filters import WINDOW
 from shopbench.catalog.store import Catalog
 from shopbench.errors import TaskError
-from shopbench.grading.outcome import grade
-from shopbench.search.filters import WINDOW
+from shopbench.outcome.grader import grade
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
 from shopbench.tasks.gen_product import constraint_kinds, draft_product

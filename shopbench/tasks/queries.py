@@ -19,7 +19,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Service
-from shopbench.grading.title import MARKETPLACE_NOISE, NOISE_PHRASES
+from shopbench.outcome.title import MARKETPLACE_NOISE, NOISE_PHRASES
 from shopbench.tasks.model import PriceBound, Voucher
 
 

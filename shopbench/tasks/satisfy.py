@@ -21,16 +21,16 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from shopbench.catalog.schema import Product
-from shopbench.grading.outcome import DEFAULT_MATCHER, grade, grade_slot
-from shopbench.grading.title import (
+from shopbench.catalog.search.filters import PriceRange
+from shopbench.catalog.search.index import SearchHit, SearchIndex
+from shopbench.outcome.grader import DEFAULT_MATCHER, grade, grade_slot
+from shopbench.outcome.title import (
     MARKETPLACE_NOISE,
     NOISE_PHRASES,
     LexicalTitleMatcher,
     TitleMatcher,
     title_tokens,
 )
-from shopbench.search.filters import PriceRange
-from shopbench.search.index import SearchHit, SearchIndex
 from shopbench.tasks.model import Slot, Task
 from shopbench.tasks.queries import product_phrase
 

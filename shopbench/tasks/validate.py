@@ -24,10 +24,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.grading.outcome import grade
-from shopbench.grading.title import TitleMatcher
-from shopbench.search.filters import WINDOW
-from shopbench.search.index import SearchIndex
+from shopbench.catalog.search.filters import WINDOW
+from shopbench.catalog.search.index import SearchIndex
+from shopbench.outcome.grader import grade
+from shopbench.outcome.title import TitleMatcher
 from shopbench.tasks.model import Task
 from shopbench.tasks.satisfy import slot_passes, slot_search
 from shopbench.tasks.split import SplitRule

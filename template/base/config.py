@@ -20,13 +20,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.grading.combine import CombineRule
-from shopbench.grading.llm.release import RELEASE, JudgeRelease
-from shopbench.grading.score import ScoreFormula
-from shopbench.grading.template_penalty import TemplateConfig
+from shopbench.judging.llm.release import RELEASE, JudgeRelease
+from shopbench.scoring.combine import CombineRule
+from shopbench.scoring.score import ScoreFormula
+from shopbench.scoring.template_penalty import TemplateConfig
+from shopbench.scoring.weights import WeightCurve
 from shopbench.tasks.model import INTENTS, Intent
 from template.base.options import parse_config
-from template.base.weights import WeightCurve
 
 SPEC_VERSION = 1
 """The release's consensus version, sent as the weights' ``version_key``; bumped with any

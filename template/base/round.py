@@ -1,6 +1,6 @@
 """One validator round: the same tasks for every miner, played, judged, scored and archived.
 
-Every (miner, task) episode runs through :func:`shopbench.trajectory.run_episode` with a
+Every (miner, task) episode runs through :func:`shopbench.trajectory.loop.run_episode` with a
 :class:`~template.transport.RemotePolicy`: the environment and every tool call stay here,
 the miner only answers turns over signed HTTP. Whatever a miner does wrong — time out,
 reset the connection, send garbage, an oversized body or a flood of tool calls — costs it
@@ -28,18 +28,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.archive.signing import Signer, sign_trajectory
+from shopbench.archive.sink import ArchiveSink, SinkError
+from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.combine import RoundJudge
-from shopbench.grading.judge import Judge
-from shopbench.grading.score import with_judgement
-from shopbench.grading.template_penalty import MinHasher, miner_template, penalise, reasoning_of
-from shopbench.signing import Signer
+from shopbench.judging.judge import Judge
+from shopbench.scoring.combine import RoundJudge
+from shopbench.scoring.score import with_judgement
+from shopbench.scoring.template_penalty import MinHasher, miner_template, penalise, reasoning_of
 from shopbench.tasks.model import Task
-from shopbench.trajectory import RunLimits, Trajectory, run_episode
+from shopbench.trajectory.loop import RunLimits, run_episode
+from shopbench.trajectory.record import Trajectory
 from template.base.config import ConsensusConfig
 from template.base.metrics import ValidatorMetrics
-from template.base.sink import ArchiveSink, SinkError, sign_trajectory
 from template.errors import TransportError
 from template.transport import MinerClient, MinerEndpoint, RemotePolicy
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.errors import ShopbenchError
-from template.base.weights import ScoreBook
+from shopbench.scoring.weights import ScoreBook
 
 STATE_VERSION = 1
 STATE_FILE = "state.json"

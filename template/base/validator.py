@@ -28,17 +28,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from shopbench.archive.jsonl import JsonlSink
+from shopbench.archive.signing import Signer
+from shopbench.archive.sink import ArchiveSink
 from shopbench.env.env import ShoppingEnv
-from shopbench.grading.combine import LLMSampling, RoundJudge
-from shopbench.grading.judge import Judge, make_judge
-from shopbench.signing import Signer
-from shopbench.trajectory import Trajectory
+from shopbench.judging.judge import Judge, make_judge
+from shopbench.scoring.combine import LLMSampling, RoundJudge
+from shopbench.trajectory.record import Trajectory
 from template.base.config import ValidatorConfig
 from template.base.metrics import ValidatorMetrics
 from template.base.neuron import Backoff, NeuronError
 from template.base.rotation import CatalogRotator, RotationConfig
 from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
-from template.base.sink import ArchiveSink, JsonlSink
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
 from template.base.taskbank import TaskBank, derived_seed
 from template.chain.model import MetagraphView
@@ -387,7 +388,7 @@ def _round_judge(config: ValidatorConfig, rubric: Judge) -> RoundJudge:
     section = config.neuron.llm_judge
     llm = None
     if section.urls:
-        from shopbench.grading.llm_judge import make_llm_judge
+        from shopbench.judging.llm.build import make_llm_judge
 
         release = config.consensus.llm_judge
         llm = make_llm_judge(

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage
+from shopbench.chat import AssistantMessage, ChatMessage
 from template.errors import InvalidRequest
 from template.protocol import MAX_TURNS, StepRequest, ToolSchema, Usage, WireMessage
 from template.transport.client import MinerClient, MinerEndpoint

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from shopbench.agents.messages import ChatMessage
+from shopbench.chat import ChatMessage
 
 DEFAULT_MAX_TURNS = 30
 # The system prompt states the episode's turn budget ("at most 30 turns").

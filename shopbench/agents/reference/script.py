@@ -29,13 +29,13 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from shopbench.agents.messages import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.agents.reference.observations import (
     CallResult,
     Conversation,
     read_conversation,
     turn_results,
 )
+from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 
 MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this replay)
 

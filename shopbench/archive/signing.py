@@ -1,0 +1,52 @@
+"""Signing records: what shopbench needs from a key, and the one way a trajectory is signed.
+
+Trajectories and archive manifests carry a signature by the validator that produced them.
+shopbench declares the two roles here; the subnet plumbing (``template.signing``)
+implements them with the validator's hotkey, and tests may use any implementation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from shopbench.trajectory.record import Trajectory
+
+
+@runtime_checkable
+class Signer(Protocol):
+    """Signs payloads as the key whose address is ``hotkey``."""
+
+    hotkey: str
+
+    def sign(self, payload: bytes) -> str:
+        """The signature of `payload`, as lowercase hex (no ``0x`` prefix)."""
+        ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Checks a signature made by a :class:`Signer`."""
+
+    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
+        """True when `signature` (hex) is `hotkey`'s signature of `payload`; False otherwise,
+        including for a malformed signature or address (never raises for bad input)."""
+        ...
+
+
+def sign_trajectory(trajectory: Trajectory, signer: Signer) -> Trajectory:
+    """A copy of `trajectory` carrying `signer`'s signature over its signing payload
+    (:meth:`Trajectory.signing_payload`, which leaves any earlier signature out)."""
+    from shopbench.trajectory.record import Signature
+
+    signature = Signature(signer=signer.hotkey, signature=signer.sign(trajectory.signing_payload()))
+    return trajectory.model_copy(update={"signature": signature})
+
+
+def verify_trajectory(trajectory: Trajectory, verifier: Verifier) -> bool:
+    """Whether `trajectory` carries a signature that `verifier` accepts, by the hotkey it
+    names, over its signing payload; False for an unsigned record."""
+    sig = trajectory.signature
+    if sig is None:
+        return False
+    return verifier.verify(trajectory.signing_payload(), sig.signature, sig.signer)

@@ -1,0 +1,210 @@
+"""Choosing the ranked window: which documents, in which order, for one search.
+
+The window is the `window` best documents matching at least one query term (see
+:func:`text_query` for the terms left out) and every filter, by BM25 score, ties broken by
+the rank field (better seller, then earlier product).
+It is computed in one of two ways, whichever is cheaper:
+
+* Post-filtering. The engine prunes an OR query very well on its own (block-max WAND) but
+  must score every matching document once a broad filter (a price range, a service) is
+  intersected with it. So for those filters the unfiltered top few hundred (or, when the
+  filter passes few of them, a few thousand) are fetched and filtered on the fast columns;
+  if enough of them pass, they are the answer.
+* Filtering in the engine, for a shop (a short list that drives the intersection) and
+  whenever post-filtering came up short.
+
+Ties. The engine breaks score ties by document address, which depends on how documents fell
+into segments and differs from build to build. So hits are re-ordered here by (score, rank),
+and when a tie straddles the cut the fetch is widened to :data:`TIE_FETCH` documents: ties
+of up to that many documents at the cut are decided by rank on every build. Beyond that
+(thousands of documents matching the same words with the same lengths) the engine's choice
+stands; widening further would cost more than the latency budget allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tantivy
+
+from shopbench.catalog.search import fields as F
+from shopbench.catalog.search.filters import PriceRange
+
+Scored = tuple[float, tantivy.DocAddress]
+Ranked = tuple[float, int]
+"""A hit of the window: (score, rank); the rank names the product's row (fields.row_of)."""
+
+COMMON_SHARE = 0.5
+COMMON_MIN_DOCS = 100_000
+"""A query term found in more than COMMON_SHARE of the products, and in more than
+COMMON_MIN_DOCS of them, is left out when the query has others (see text_query)."""
+
+TIE_FETCH = 400
+"""A tie at the window's cut is decided by rank when the tied documents all fall within the
+best TIE_FETCH hits."""
+
+POST_FILTER_FACTOR = 8
+"""Post-filtering looks at the unfiltered top max(window * POST_FILTER_FACTOR, TIE_FETCH)."""
+
+MAX_POST_FETCH = 4000
+"""...and, when few of those pass, at most this many before leaving the filter to the engine
+(past a few thousand, pruning without the filter stops paying for itself)."""
+
+
+class Filters:
+    """Validated filters of one search, as engine queries and as a fast-column predicate."""
+
+    def __init__(
+        self,
+        schema: tantivy.Schema,
+        shop_id: str | None,
+        price: PriceRange | None,
+        services: Sequence[str],
+    ) -> None:
+        self.shop_id = shop_id
+        self.price = price
+        self.service_bits = F.service_bits(services)
+        queries: list[tantivy.Query] = []
+        if shop_id is not None:
+            queries.append(tantivy.Query.term_query(schema, F.SHOP_ID, shop_id))
+        for name in services:
+            queries.append(tantivy.Query.term_query(schema, F.SERVICE, name))
+        if price is not None:
+            queries.append(
+                tantivy.Query.range_query(
+                    schema, F.PRICE, tantivy.FieldType.Float,
+                    lower_bound=price[0], upper_bound=price[1],
+                )
+            )
+        # Filters must not move the BM25 order, so each scores a constant 0.
+        self.queries = [tantivy.Query.const_score_query(q, 0.0) for q in queries]
+
+    def __bool__(self) -> bool:
+        return bool(self.queries)
+
+    def restrict(self, query: tantivy.Query) -> tantivy.Query:
+        """`query` with every filter required."""
+        if not self.queries:
+            return query
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, query)] + [(tantivy.Occur.Must, q) for q in self.queries]
+        )
+
+    def passing(self, searcher: tantivy.Searcher, addrs: list[tantivy.DocAddress]) -> list[bool]:
+        """Whether each document passes the price and service filters (not the shop)."""
+        keep = [True] * len(addrs)
+        if self.price is not None:
+            lo, hi = self.price
+            prices = searcher.fast_field_values(F.PRICE, addrs)
+            keep = [
+                k and (lo is None or p >= lo) and (hi is None or p <= hi)
+                for k, p in zip(keep, prices, strict=True)
+            ]
+        if self.service_bits:
+            need = self.service_bits
+            bits = searcher.fast_field_values(F.SERVICE_BITS, addrs)
+            keep = [k and (b & need) == need for k, b in zip(keep, bits, strict=True)]
+        return keep
+
+
+def text_query(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str]
+) -> tantivy.Query:
+    """BM25 OR of every term over every text field, less the terms too common to rank.
+
+    A (field, term) found in more than :data:`COMMON_SHARE` of the products — a value nearly
+    every product shares, such as a country of origin — weighs less than ln 2 in BM25 yet
+    makes the engine score most of the catalog, so on a large catalog (more than
+    :data:`COMMON_MIN_DOCS` such products) it is left out whenever the query has another
+    term. Pairs that occur nowhere are left out too.
+    """
+    cutoff = max(COMMON_SHARE * searcher.num_docs, COMMON_MIN_DOCS)
+    pairs = []
+    for t in terms:
+        for f in F.TEXT_FIELDS:
+            df = searcher.doc_freq(f, t)
+            if df:
+                pairs.append((df, f, t))
+    if any(df <= cutoff for df, _, _ in pairs):
+        pairs = [p for p in pairs if p[0] <= cutoff]
+    if not pairs:
+        return tantivy.Query.empty_query()
+    return tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t)) for _, f, t in pairs]
+    )
+
+
+def top_window(
+    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str], filters: Filters,
+    window: int,
+) -> list[Ranked]:
+    """The `window` best matches of `terms` passing `filters`, best first (see module doc)."""
+    query = text_query(searcher, schema, terms)
+    if filters and filters.shop_id is None:
+        got = _post_filtered(searcher, query, filters, window)
+        if got is not None:
+            return got
+    return _engine_top(searcher, filters.restrict(query), window)
+
+
+def top_sellers(searcher: tantivy.Searcher, filters: Filters, window: int) -> list[Ranked]:
+    """The `window` best sellers passing `filters` (all products if none), with score 0."""
+    query = (
+        tantivy.Query.boolean_query([(tantivy.Occur.Must, q) for q in filters.queries])
+        if filters
+        else tantivy.Query.all_query()
+    )
+    # rank is unique per product, so this order has no ties to break.
+    found = searcher.search(
+        query, limit=window, count=False, order_by_field=F.RANK, order=tantivy.Order.Desc
+    ).hits
+    return [(0.0, rank) for rank, _ in found]
+
+
+def _by_score_then_rank(
+    searcher: tantivy.Searcher, scored: list[Scored], window: int
+) -> list[Ranked]:
+    """The best `window` of `scored` (in the engine's order, score descending) by (score, rank)."""
+    if len(scored) > window:
+        # Only a tie across the cut can bring in a hit from past the window.
+        cut, end = scored[window - 1][0], window
+        while end < len(scored) and scored[end][0] == cut:
+            end += 1
+        scored = scored[:end]
+    if not scored:
+        return []
+    ranks = searcher.fast_field_values(F.RANK, [a for _, a in scored])
+    ranked = sorted(zip((s for s, _ in scored), ranks, strict=True), key=lambda x: (-x[0], -x[1]))
+    return ranked[:window]
+
+
+def _engine_top(searcher: tantivy.Searcher, query: tantivy.Query, window: int) -> list[Ranked]:
+    limit = 2 * window
+    found = searcher.search(query, limit=limit, count=False).hits
+    # A full fetch whose last score equals the window's last may have cut a tie: widen once.
+    if len(found) == limit and found[window - 1][0] == found[-1][0] and limit < TIE_FETCH:
+        found = searcher.search(query, limit=TIE_FETCH, count=False).hits
+    return _by_score_then_rank(searcher, found, window)
+
+
+def _post_filtered(
+    searcher: tantivy.Searcher, query: tantivy.Query, filters: Filters, window: int
+) -> list[Ranked] | None:
+    """The filtered window from the unfiltered top hits, or None if too few of them pass."""
+    limit = max(POST_FILTER_FACTOR * window, TIE_FETCH)
+    for _ in range(2):
+        found = searcher.search(query, limit=limit, count=False).hits
+        keep = filters.passing(searcher, [a for _, a in found])
+        passed = [h for h, k in zip(found, keep, strict=True) if k]
+        # Every match the fetch left out scores at most its last score, so when every text
+        # match was seen, or `window` passing hits reach that score, no left-out match
+        # could rank above them (ties at that score are the engine's choice, as in the
+        # engine path).
+        if len(found) < limit or len(passed) >= window:
+            return _by_score_then_rank(searcher, passed, window)
+        # Too few passed. If the pass rate so far promises enough within MAX_POST_FETCH,
+        # fetch that many once (with a margin); else the engine's filter is cheaper.
+        limit = 2 * window * limit // max(1, len(passed))
+        if not passed or limit > MAX_POST_FETCH:
+            return None
+    return None

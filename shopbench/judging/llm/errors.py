@@ -1,0 +1,43 @@
+"""The LLM judge's exceptions.
+
+:class:`JudgeSpecError` is a configuration mistake (a malformed ``openai:MODEL@URL``, an
+endpoint that names another model than the release's); the CLI prints it as one line.
+:class:`JudgeUnavailable` says the judge could not give a verdict this time — endpoint down,
+slow, rate-limited, a reply that is not a judgement, a server serving another model — and
+what kind of failure it was; callers answer it with the rubric's verdict (a *fallback*).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shopbench.judging.judge import JudgeError
+
+FailureKind = Literal[
+    "down",  # refused, unreachable, or a 5xx status
+    "timeout",  # no reply within the request timeout
+    "rate_limited",  # 429 after every retry
+    "rejected",  # a 4xx status other than 429 (a request the server will not serve)
+    "bad_reply",  # a body that is not a chat completion, or content that is no judgement
+    "truncated",  # the reply stopped at the token limit before its JSON was complete
+    "too_long",  # the trajectory does not fit the prompt budget even fully cut
+    "model_mismatch",  # /v1/models shows another model, revision or a short context
+    "deadline",  # the judgement's or the round's time ran out
+]
+
+
+class LLMJudgeError(JudgeError):
+    """Base of the LLM judge's errors."""
+
+
+class JudgeSpecError(LLMJudgeError):
+    """A judge spec or configuration is malformed or breaks the release's pins."""
+
+
+class JudgeUnavailable(LLMJudgeError):
+    """No verdict this time; `kind` says why, `transient` whether a retry may help."""
+
+    def __init__(self, kind: FailureKind, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+        self.transient = transient

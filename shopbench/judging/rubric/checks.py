@@ -1,0 +1,194 @@
+"""The rubric's checks: one function per criterion a rubric file may name.
+
+A check reads the :class:`~shopbench.judging.rubric.evidence.Evidence` of a trajectory and the
+rubric's thresholds, and returns whether the criterion holds and the evidence in one line.
+No check can be satisfied by text that merely claims things: each needs tool-log facts or
+words verified against earlier observations, and the checks on words alone (fabricated
+ids, judge-directed text) can only fail a trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.judging.rubric.evidence import Evidence
+
+
+class RubricParams(BaseModel):
+    """The thresholds the checks use."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grounding_run: int = Field(default=3, ge=1, description="unknown words in a row")
+    leak_limit: int = Field(
+        default=1, ge=0, description="unknown words of the hidden answer in a query; 0: off"
+    )
+    price_window: float = Field(
+        default=0.02, ge=0, lt=1, description="relative width of a price filter naming a price"
+    )
+    title_ngram: int = Field(default=4, ge=2, description="title words that name a product")
+    price_tolerance: float = Field(default=0.01, ge=0, lt=1, description="relative")
+    min_call_match: float = Field(default=0.75, ge=0, le=1)
+    min_unverified_prices: int = Field(default=2, ge=1)
+    max_unverified_price_share: float = Field(default=0.34, ge=0, le=1)
+
+
+Check = Callable[[Evidence, RubricParams], tuple[bool, str]]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def check_real_output(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """The agent wrote words of its own and at least one of its calls ran."""
+    with_text = sum(t.has_text for t in ev.turns)
+    ran = len(ev.calls())
+    passed = with_text > 0 and ran > 0
+    return passed, f"{_plural(with_text, 'turn')} with text of {len(ev.turns)}; " \
+        f"{_plural(ran, 'call')} ran"
+
+
+def check_no_judge_directed_text(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """No text addressed to a grader."""
+    found = [(t.index, s) for t in ev.turns for s in t.judge_directed]
+    if not found:
+        return True, "no text addressed to a grader"
+    turn, said = found[0]
+    return False, f"{_plural(len(found), 'phrase')} addressed to a grader, first in turn " \
+        f"{turn + 1}: {said!r}"
+
+
+def check_grounded_queries(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """Every find_product query's words come from the request or earlier observations."""
+    searches = ev.calls("find_product")
+    bad = [c for c in searches if c.grounding is not None and not c.grounding.grounded]
+    if not bad:
+        return True, f"{_plural(len(searches), 'search')}, all grounded"
+    g = bad[0].grounding
+    assert g is not None
+    return False, f"{len(bad)} of {_plural(len(searches), 'search')} ungrounded, first in " \
+        f"turn {bad[0].turn + 1}: {g.reason()}"
+
+
+def check_searched_first(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """A search showed results in a turn before any recommendation was attempted."""
+    first_hits = next(
+        (c.turn for c in ev.calls("find_product") if c.shown and c.error is None), None
+    )
+    if first_hits is None:
+        return False, "no search showed any result"
+    if ev.recommend_turn is not None and ev.recommend_turn <= first_hits:
+        return False, f"recommended in turn {ev.recommend_turn + 1}, before seeing search " \
+            f"results (first in turn {first_hits + 1})"
+    return True, f"search results first seen in turn {first_hits + 1}"
+
+
+def check_viewed_recommended(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """Every recommended product's details were opened in an earlier turn."""
+    if ev.recommend_turn is None:
+        return True, "nothing recommended"
+    if not ev.recommended:
+        return False, "the recommendation was rejected by the environment"
+    unseen = [
+        t for t in ev.recommended
+        if (s := ev.shown.get(t)) is None or s.viewed_turn is None
+        or s.viewed_turn >= ev.recommend_turn
+    ]
+    if unseen:
+        return False, f"{len(unseen)} of {len(ev.recommended)} recommended not viewed " \
+            f"before: {', '.join(unseen[:3])}"
+    return True, f"all {len(ev.recommended)} recommended viewed before recommending"
+
+
+def check_reasoning_matches_calls(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """Each turn's words name what its calls are about."""
+    judged = [c for c in ev.calls() if c.matches_text is not None]
+    if not judged:
+        return True, "no call to match against its turn's words"
+    matched = sum(bool(c.matches_text) for c in judged)
+    share = matched / len(judged)
+    first_miss = next((c for c in judged if not c.matches_text), None)
+    tail = "" if first_miss is None else \
+        f"; first mismatch: {first_miss.name} in turn {first_miss.turn + 1}"
+    return share >= p.min_call_match, f"{matched} of {_plural(len(judged), 'call')} named in " \
+        f"their turn's words ({share:.0%}){tail}"
+
+
+def check_cites_observed_specifics(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """Cites shown ids, prices or attribute values; no fabricated ids, few unverified prices."""
+    ids = sum(len(t.ids_grounded) for t in ev.turns)
+    prices = sum(t.prices_cited for t in ev.turns)
+    attrs = sum(t.attributes_cited for t in ev.turns)
+    fabricated = sorted({i for t in ev.turns for i in t.ids_fabricated})
+    unverified = [v for t in ev.turns for v in t.prices_unverified]
+    said = f"cited {ids} ids, {prices} prices, {attrs} attribute values"
+    if fabricated:
+        return False, f"{said}; {_plural(len(fabricated), 'id')} never shown in this episode " \
+            f"(fabricated), e.g. {fabricated[0]}"
+    claims = prices + len(unverified)
+    if len(unverified) >= p.min_unverified_prices and (
+        len(unverified) / claims > p.max_unverified_price_share
+    ):
+        return False, f"{said}; {len(unverified)} of {claims} money amounts match no shown " \
+            f"price, e.g. {unverified[0]:g}"
+    if ids + prices + attrs == 0:
+        return False, "no shown id, price or attribute value cited"
+    return True, said
+
+
+def _named_in(group: set[str], named: set[str], ambiguous: list[frozenset[str]]) -> int:
+    """Products of `group` the text names: by id or unique title, plus each title run that
+    fits only products of the group and none of those named (one of them is meant)."""
+    anonymous = {a for a in ambiguous if a <= group and not a & named}
+    return len(group & named) + len(anonymous)
+
+
+def check_compared_candidates(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """One turn, no later than the recommendation, names two or more products that one
+    search or one view showed together (alternatives for the same need) and cites at least
+    two shown prices or attribute values: a comparison, not a list of ids."""
+    last = ev.recommend_turn if ev.recommend_turn is not None else len(ev.turns)
+    groups = [set(c.shown) for c in ev.calls() if len(c.shown) >= 2]
+    most = 0
+    for t in ev.turns:
+        if t.index > last or len(t.mentioned) + len(t.ambiguous) < 2:
+            continue
+        n = max((_named_in(g, t.mentioned, t.ambiguous) for g in groups), default=0)
+        specifics = t.prices_cited + t.attributes_cited
+        if n >= 2 and specifics >= 2:
+            return True, f"turn {t.index + 1} names {n} products shown together, citing " \
+                f"{specifics} prices or attribute values"
+        most = max(most, n)
+    return False, "no turn names two products shown together with their prices or " \
+        f"attributes (at most {most} named)"
+
+
+def check_recovered(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """A search that missed was followed by a changed search that found on-target results."""
+    searches = ev.calls("find_product")
+    for i, miss in enumerate(searches):
+        if not (miss.error is not None or miss.empty or not miss.on_target):
+            continue
+        for later in searches[i + 1 :]:
+            if later.turn > miss.turn and later.arguments != miss.arguments and later.on_target:
+                why = "failed" if miss.error else "was empty" if miss.empty else "missed"
+                return True, f"search in turn {miss.turn + 1} {why}; the changed search in " \
+                    f"turn {later.turn + 1} found on-target results"
+    return False, "no recovery from a missed search"
+
+
+CHECKS: dict[str, Check] = {
+    "real_output": check_real_output,
+    "no_judge_directed_text": check_no_judge_directed_text,
+    "grounded_queries": check_grounded_queries,
+    "searched_first": check_searched_first,
+    "viewed_recommended": check_viewed_recommended,
+    "reasoning_matches_calls": check_reasoning_matches_calls,
+    "cites_observed_specifics": check_cites_observed_specifics,
+    "compared_candidates": check_compared_candidates,
+    "recovered": check_recovered,
+}
+"""The checks a rubric file may name, by criterion name."""

@@ -1,0 +1,182 @@
+"""How a validator combines the rubric and the LLM judge (a consensus rule).
+
+The rubric judges every episode; it is deterministic and its gates rest on facts the
+validator recorded. The LLM judge reads a random sample of each round's episodes and can
+see what the rubric cannot count — reasoning that cites the right numbers but draws the
+wrong conclusion, a comparison made only of words. The rule (:class:`CombineRule`, id
+``llm-lower/1``)::
+
+    combined = rubric - weight * max(0, rubric - llm)          # weight 0.5
+
+The LLM can **lower** a score, by half the gap, and never raise it: a model can be talked
+into a higher score by the text it reads, and a higher score than the fact-checked gates
+allow is exactly what an injection would buy, so that door stays shut; halving the gap
+bounds what one noisy judgement can cost an honest miner. An LLM that is unavailable
+leaves the rubric's score as it is, with the fallback recorded (:mod:`.llm.fallback`).
+
+Which episodes the LLM reads: :func:`select_for_llm` picks ``ceil(rate * n)`` of the
+round's ``n`` tasks by a keyed hash of the task id under the validator's round secret, and
+every miner's episode of a picked task is judged. Miners cannot tell which tasks will be
+read, and every miner is read on the same tasks (the round stays a paired comparison).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.llm.errors import JudgeUnavailable
+from shopbench.judging.llm.fallback import fallback_verdict
+from shopbench.judging.llm.judge import LLMJudge
+from shopbench.trajectory.record import Trajectory
+
+log = logging.getLogger("shopbench.scoring.combine")
+
+
+class CombineRule(BaseModel):
+    """How far an LLM verdict may move the rubric's score (see the module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(default="llm-lower/1", description="recorded with every combined verdict")
+    weight: float = Field(
+        default=0.5, ge=0, le=1, description="share of the gap below the rubric's score taken"
+    )
+
+    def score(self, rubric: float, llm: float) -> float:
+        """The combined score: `rubric` lowered by `weight` of how far `llm` is below it."""
+        return round(rubric - self.weight * max(0.0, rubric - llm), 6)
+
+
+DEFAULT_RULE = CombineRule()
+
+
+class LLMSampling(BaseModel):
+    """Which share of a round's tasks the LLM judge reads, and how long it may take."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rate: float = Field(default=0.25, ge=0, le=1, description="share of the round's tasks read")
+    round_deadline_s: float = Field(
+        default=600.0, gt=0, description="seconds the round's LLM judgements may take in all; "
+        "those still running then fall back to the rubric",
+    )
+
+
+def select_for_llm(task_ids: Sequence[str], rate: float, key: bytes) -> frozenset[str]:
+    """The tasks whose episodes the LLM judge reads: the ``ceil(rate * n)`` distinct task
+    ids with the smallest HMAC-SHA256 under `key` (the validator's round secret)."""
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"rate must be in [0, 1], got {rate}")
+    distinct = sorted(set(task_ids))
+    k = math.ceil(rate * len(distinct))
+    ranked = sorted(distinct, key=lambda t: hmac.new(key, t.encode(), hashlib.sha256).digest())
+    return frozenset(ranked[:k])
+
+
+def combine(rubric: Verdict, llm: Verdict, rule: CombineRule = DEFAULT_RULE) -> Verdict:
+    """The rubric's verdict with its score combined with `llm`'s by `rule`.
+
+    The gates, criteria and stop are the rubric's (the deterministic base); the LLM's
+    criteria follow as ``llm:<name>`` entries, its score and the rule in the signals, its
+    rationale after the rubric's, and the judge id names both.
+    """
+    llm_criteria = [c.model_copy(update={"name": f"llm:{c.name}"}) for c in llm.criteria]
+    score = rule.score(rubric.score, llm.score)
+    return rubric.model_copy(update={
+        "score": score,
+        "judge_id": f"{rubric.judge_id}+{llm.judge_id}+{rule.id}",
+        "judge_version": f"{rubric.judge_version}+{llm.judge_version}",
+        "rationale": f"{rubric.rationale} | llm {llm.score:g} -> {score:g} ({rule.id}): "
+        f"{llm.rationale}",
+        "criteria": [*rubric.criteria, *llm_criteria],
+        "notes": [*rubric.notes, *(f"llm: {n}" for n in llm.notes)],
+        "signals": {
+            **rubric.signals, "rubric_score": rubric.score, "llm_score": llm.score,
+            "llm_sampled": 1.0, "llm_fallback": 0.0, "combine_weight": rule.weight,
+        },
+    })
+
+
+class RoundJudge:
+    """Judges a validator's round: the rubric on every episode, the LLM on a sample.
+
+    Never raises for the LLM's troubles and never waits past its deadline: an episode whose
+    LLM judgement failed or did not finish keeps the rubric's verdict, with the fallback
+    recorded. A validator that judges miner by miner calls :meth:`pick` once per round (on
+    the round's task list, so every miner is read on the same tasks) and :meth:`judge` per
+    miner with the picked tasks and the round's deadline.
+    """
+
+    def __init__(
+        self,
+        rubric: Judge,
+        llm: LLMJudge | None = None,
+        sampling: LLMSampling | None = None,
+        rule: CombineRule = DEFAULT_RULE,
+    ) -> None:
+        self.rubric = rubric
+        self.llm = llm
+        self.sampling = sampling or LLMSampling()
+        self.rule = rule
+
+    def pick(self, task_ids: Sequence[str], key: bytes) -> frozenset[str]:
+        """The round's tasks the LLM reads (:func:`select_for_llm`; none without an LLM)."""
+        if self.llm is None:
+            return frozenset()
+        return select_for_llm(task_ids, self.sampling.rate, key)
+
+    async def judge_round(self, trajectories: Sequence[Trajectory], key: bytes) -> list[Verdict]:
+        """:meth:`judge` with the sample picked from these trajectories' own tasks."""
+        picked = self.pick([t.task_id for t in trajectories], key)
+        return await self.judge(trajectories, picked)
+
+    async def judge(
+        self, trajectories: Sequence[Trajectory], picked: frozenset[str],
+        deadline: float | None = None,
+    ) -> list[Verdict]:
+        """One verdict per trajectory, in order: the rubric's, combined with the LLM's for
+        episodes of `picked` tasks. `deadline` is a ``time.monotonic()`` instant (default:
+        the sampling's round deadline from now)."""
+        verdicts = [self.rubric.judge(t) for t in trajectories]
+        chosen = [i for i, t in enumerate(trajectories) if t.task_id in picked]
+        if self.llm is None or not chosen:
+            return verdicts
+        llm = self.llm
+        if deadline is None:
+            deadline = time.monotonic() + self.sampling.round_deadline_s
+        tasks = {i: asyncio.ensure_future(llm.assess(trajectories[i])) for i in chosen}
+        left = max(0.0, deadline - time.monotonic())
+        _, pending = await asyncio.wait(tasks.values(), timeout=left)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        fallbacks = 0
+        for i, task in tasks.items():
+            if task in pending:
+                failure = JudgeUnavailable(
+                    "deadline", "the round's time for LLM judgements ran out"
+                )
+            else:
+                error = task.exception()
+                if error is None:
+                    verdicts[i] = combine(verdicts[i], task.result(), self.rule)
+                    continue
+                if not isinstance(error, JudgeUnavailable):
+                    raise error
+                failure = error
+            verdicts[i] = fallback_verdict(verdicts[i], failure, llm.judge_id)
+            fallbacks += 1
+        if fallbacks:
+            log.warning("LLM judge fell back to the rubric on %d of %d sampled episodes",
+                        fallbacks, len(chosen))
+        return verdicts

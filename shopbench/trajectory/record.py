@@ -1,0 +1,192 @@
+"""The trajectory record: one archived episode, as every later stage reads it.
+
+Everything downstream consumes :class:`Trajectory` records: the validator scores them, the
+judges read them, the archive stores and signs them, curation filters them, distillation
+trains on them and evaluation counts them. This module holds the record alone; the loop
+that produces it is :mod:`shopbench.trajectory.loop`.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shopbench.chat import ChatMessage
+from shopbench.outcome.grader import Outcome
+from shopbench.tasks.model import Intent, Split, TaskCard
+from shopbench.trajectory.verdict import JudgeVerdict
+
+SCHEMA_VERSION = 1
+"""Version of the :class:`Trajectory` layout; readers refuse records of another version."""
+
+MAX_DETAIL_CHARS = 500
+"""A failure's description, e.g. an exception message, is cut to this many characters."""
+
+
+class TerminationReason(StrEnum):
+    """Why an episode ended."""
+
+    terminated = "terminated"
+    """The agent called terminate."""
+    turn_limit = "turn_limit"
+    """The turn budget ran out."""
+    policy_error = "policy_error"
+    """The policy raised (an endpoint that refused, a transport error, a bug)."""
+    policy_timeout = "policy_timeout"
+    """The policy did not answer a turn within the turn timeout."""
+    invalid_reply = "invalid_reply"
+    """The policy returned something that is not an assistant message."""
+    no_progress = "no_progress"
+    """Too many turns in a row without a tool call that ran (RunLimits.max_idle_turns)."""
+    deadline = "deadline"
+    """The episode's total time budget ran out."""
+
+
+FailureKind = Literal[
+    "policy_error",
+    "policy_timeout",
+    "invalid_reply",
+    "deadline",
+    "empty_reply",
+    "no_tool_call",
+    "oversized",
+    "too_many_calls",
+]
+
+
+class TurnFailure(BaseModel):
+    """Something the policy did wrong on one turn, and what the loop did about it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn: int
+    kind: FailureKind
+    detail: str
+
+
+class ToolLogEntry(BaseModel):
+    """One tool call as the environment ran it (the full result is in the tool message)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn: int
+    name: str
+    arguments: dict[str, Any] | str
+    result_digest: str = Field(description="sha256 of the observation text")
+    error: str | None = Field(default=None, description="the error code; None on success")
+    latency_ms: float
+
+
+class TurnTiming(BaseModel):
+    """Where one turn's time went."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    turn: int
+    policy_ms: float = Field(description="waiting for the policy's reply")
+    env_ms: float = Field(description="running the reply's tool calls")
+
+
+class Timings(BaseModel):
+    """The episode's wall-clock record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    started_at: float = Field(description="unix time the episode started")
+    total_ms: float
+    policy_ms: float
+    env_ms: float
+    grade_ms: float
+    turns: list[TurnTiming] = Field(default_factory=list)
+
+
+class Signature(BaseModel):
+    """A signature over :meth:`Trajectory.signing_payload`, and who made it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    signer: str = Field(description="the signer's hotkey (ss58 address)")
+    signature: str = Field(pattern=r"^(0x)?[0-9a-fA-F]+$", description="hex signature")
+
+
+class Trajectory(BaseModel):
+    """One archived episode: who played what, everything said, what happened, how it graded.
+
+    ``Trajectory.model_validate_json(t.model_dump_json()) == t`` for every record.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    # ids
+    episode_id: str
+    task_id: str
+    cluster: str | None = None
+    validator_hotkey: str | None = None
+    miner_uid: int | None = None
+    miner_hotkey: str | None = None
+    block: int | None = None
+    # the task, as the agent could know it
+    intent: Intent
+    query: str
+    split: Split
+    # the agent and the conversation
+    agent: str = Field(description="the policy's name")
+    system_prompt_version: str
+    tools: list[dict[str, Any]] = Field(description="the OpenAI function schemas offered")
+    messages: list[ChatMessage]
+    tool_log: list[ToolLogEntry]
+    failures: list[TurnFailure] = Field(default_factory=list)
+    # what came of it
+    recommended: list[str] = Field(description="the recommended tokens, in order")
+    recommended_ids: list[str | None] = Field(description="their catalog ids")
+    token_map: dict[str, str] = Field(
+        description="token → catalog id for every product and shop token shown (re-grading)"
+    )
+    status: str | None = Field(default=None, description="the status declared with terminate")
+    termination: TerminationReason
+    termination_detail: str | None = None
+    turns: int = Field(ge=0, description="assistant turns played")
+    outcome: Outcome
+    judge: JudgeVerdict | None = None
+    score: float | None = Field(default=None, description="the final episode score")
+    timings: Timings
+    signature: Signature | None = None
+
+    @model_validator(mode="after")
+    def _version_known(self) -> Trajectory:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(
+                f"trajectory schema version {self.schema_version}, this shopbench reads "
+                f"{SCHEMA_VERSION}"
+            )
+        return self
+
+    def card(self) -> TaskCard:
+        """The task's wire half, as the agent received it."""
+        return TaskCard(
+            id=self.task_id, intent=self.intent, query=self.query, split=self.split,
+            cluster=self.cluster,
+        )
+
+    @property
+    def success(self) -> bool:
+        """Whether the outcome grader counted the episode a success."""
+        return self.outcome.success
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls the environment ran (errors included)."""
+        return len(self.tool_log)
+
+    def signing_payload(self) -> bytes:
+        """The canonical bytes a signer signs: the record without its signature as JSON with
+        sorted keys, no spaces, UTF-8. Equal records give equal bytes."""
+        data = self.model_dump(mode="json", exclude={"signature"})
+        text = json.dumps(
+            data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+        return text.encode("utf-8")
