@@ -26,7 +26,7 @@ from typing import Any
 from shopbench.archive.jsonl import TRAJECTORIES_FILE, JsonlSink
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import CatalogError, ShopbenchError
-from shopbench.tasks.model import INTENTS
+from shopbench.outcome.spec import INTENTS
 from template.arena_config import (
     DEFAULT_POLICIES,
     AddedMiner,

@@ -17,7 +17,8 @@ from shopbench.agents.reference.observations import all_details, all_hits
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
-from shopbench.tasks.model import PriceBound, Slot, Task
+from shopbench.outcome.spec import PriceBound, Slot
+from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 from shopbench.trajectory.loop import run_episode
 from shopbench.trajectory.record import Trajectory

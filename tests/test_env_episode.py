@@ -9,7 +9,8 @@ import pytest
 
 from shopbench.env import EpisodeLimits, ShoppingEnv
 from shopbench.env.episode import Episode
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 KEY = b"k" * 32
 

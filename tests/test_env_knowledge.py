@@ -9,7 +9,8 @@ import pytest
 
 from shopbench.env import EpisodeLimits, ShoppingEnv
 from shopbench.env.knowledge_index import KnowledgeIndex, snippet
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 KNOWLEDGE_TASK = Task(
     id="t-knowledge",

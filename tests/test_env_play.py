@@ -22,7 +22,8 @@ from shopbench.env.play import (
 )
 from shopbench.env.tokens import TokenBook
 from shopbench.errors import TaskError
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 
 def test_parse_command_reads_key_values_and_json() -> None:

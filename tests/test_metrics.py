@@ -21,7 +21,8 @@ from shopbench.evaluate.metrics import (
     summarize,
 )
 from shopbench.outcome.grader import Outcome, grade
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 
 def test_pinned_values() -> None:

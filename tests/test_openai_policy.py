@@ -28,7 +28,8 @@ from shopbench.agents.openai_policy import (
 )
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
 from shopbench.env import ShoppingEnv
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
 from shopbench.trajectory.record import TerminationReason, Trajectory
 

@@ -10,6 +10,7 @@ import pytest
 from shopbench.catalog.schema import Product
 from shopbench.outcome.budget import check_budget
 from shopbench.outcome.grader import grade, grade_slot
+from shopbench.outcome.spec import PriceBound, Slot
 from shopbench.outcome.title import (
     EmbeddingModelMissing,
     EmbeddingTitleMatcher,
@@ -17,7 +18,7 @@ from shopbench.outcome.title import (
     title_tokens,
 )
 from shopbench.tasks.io import read_tasks
-from shopbench.tasks.model import PriceBound, Slot, Task
+from shopbench.tasks.model import Task
 from shopbench.tasks.shoppingbench_format import task_from_record
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "shoppingbench"

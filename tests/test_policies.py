@@ -19,7 +19,8 @@ from shopbench.agents.reference.query_reading import (
 )
 from shopbench.agents.registry import make_policy
 from shopbench.env import ShoppingEnv
-from shopbench.tasks.model import PriceBound, Task, Voucher
+from shopbench.outcome.spec import PriceBound, Voucher
+from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
 from shopbench.trajectory.record import Trajectory
 

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from shopbench.catalog.schema import SERVICES
-from shopbench.tasks.model import PriceBound, Task, Voucher
+from shopbench.outcome.spec import PriceBound, Voucher
+from shopbench.tasks.model import Task
 from shopbench.tasks.queries import (
     SlotText,
     attribute_label,
@@ -252,7 +253,7 @@ class _ChatServer:
 
 
 def _voucher_task() -> Task:
-    from shopbench.tasks.model import Slot
+    from shopbench.outcome.spec import Slot
 
     v = Voucher(voucher_type="platform", threshold=170, discount_type="fixed", face_value=34,
                 budget=425)  # fmt: skip

@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shopbench.outcome.spec import PriceBound, Slot, Voucher
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.io import write_tasks
-from shopbench.tasks.model import PriceBound, Slot, Task, Voucher
+from shopbench.tasks.model import Task
 from shopbench.tasks.stats import task_stats
 
 

@@ -14,7 +14,8 @@ from shopbench.agents.reference import CarefulPolicy
 from shopbench.archive.signing import sign_trajectory, verify_trajectory
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env import EpisodeLimits, ShoppingEnv
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
 from shopbench.trajectory.record import Signature, TerminationReason, Trajectory
 from shopbench.trajectory.verdict import JudgeVerdict

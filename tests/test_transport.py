@@ -20,7 +20,8 @@ from fastapi.responses import StreamingResponse
 from shopbench.agents.reference import CarefulPolicy
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env import ShoppingEnv
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
 from shopbench.trajectory.record import Signature, Trajectory
 from template.chain.model import MetagraphView, NeuronView

@@ -21,7 +21,8 @@ from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import Episode
 from shopbench.env.tokens import TokenBook
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _SORTS = ("priceasc", "pricedesc", "order")

@@ -20,8 +20,9 @@ from typing import Any
 from shopbench.agents.registry import POLICY_NAMES, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.outcome.spec import PriceBound, Slot
 from shopbench.tasks.io import read_tasks
-from shopbench.tasks.model import PriceBound, Slot, Task
+from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 from shopbench.trajectory.loop import run_episode
 from shopbench.trajectory.record import Trajectory

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
     from shopbench.catalog.store import Catalog
     from shopbench.outcome.grader import Outcome
+    from shopbench.outcome.spec import Intent
     from shopbench.outcome.title import TitleMatcher
-    from shopbench.tasks.model import Intent, Task
+    from shopbench.tasks.model import Task
 
 KEY_BYTES = 32
 # ShoppingBench offers web search only on knowledge tasks; so do we.

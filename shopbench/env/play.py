@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from shopbench.catalog.schema import Product
 from shopbench.env.episode import Episode
 from shopbench.errors import ShopbenchError, TaskError
-from shopbench.tasks.model import Slot, Task
+from shopbench.outcome.spec import Slot
+from shopbench.tasks.model import Task
 
 EXAMPLE_QUERY = "I need a stainless steel water bottle under 500 pesos."
 COMMANDS_HELP = """\

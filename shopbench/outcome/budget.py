@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.tasks.model import Voucher
+from shopbench.outcome.spec import Voucher
 
 
 class BudgetCheck(BaseModel):

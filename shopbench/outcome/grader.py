@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.outcome.budget import BudgetCheck, check_budget
+from shopbench.outcome.spec import GradedTask, Intent, PriceBound, Slot
 from shopbench.outcome.title import LexicalTitleMatcher, TitleMatcher
-from shopbench.tasks.model import Intent, PriceBound, Slot, Task
 
 ConstraintKind = Literal["title", "price", "service", "sku", "attribute", "key_attribute"]
 
@@ -197,7 +197,7 @@ def grade_slot(
     )
 
 
-def _grade_knowledge(task: Task, product: Product, matcher: TitleMatcher) -> SlotGrade:
+def _grade_knowledge(task: GradedTask, product: Product, matcher: TitleMatcher) -> SlotGrade:
     slot = task.reward[0]
     key = task.knowledge_attribute or ""
     in_title = key.lower() in product.title.lower()
@@ -244,7 +244,7 @@ def _missed(g: SlotGrade) -> str:
 
 
 def grade(
-    task: Task, recommended: Sequence[Product | None], matcher: TitleMatcher | None = None
+    task: GradedTask, recommended: Sequence[Product | None], matcher: TitleMatcher | None = None
 ) -> Outcome:
     """Grade the products an agent recommended for `task`, in the order it recommended them.
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.index import SearchHit, SearchIndex
-from shopbench.tasks.model import Intent, Slot, Voucher
+from shopbench.outcome.spec import Intent, Slot, Voucher
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
 

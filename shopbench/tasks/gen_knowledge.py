@@ -24,10 +24,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shopbench.catalog.schema import Product
+from shopbench.outcome.spec import Slot
 from shopbench.tasks.describe import PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.gen_product import finder
-from shopbench.tasks.model import Slot
 from shopbench.tasks.queries import knowledge_question, write_knowledge
 from shopbench.tasks.satisfy import with_answer
 

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import WINDOW
+from shopbench.outcome.spec import PriceBound, Slot
 from shopbench.tasks.describe import PRODUCT_PHRASE_ODDS, PhraseOdds, findable_phrase
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
-from shopbench.tasks.model import PriceBound, Slot
 from shopbench.tasks.queries import SlotText, write_product
 from shopbench.tasks.satisfy import slot_pairs
 

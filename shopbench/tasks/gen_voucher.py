@@ -16,10 +16,10 @@ import random
 from typing import Literal
 
 from shopbench.catalog.schema import Product
+from shopbench.outcome.spec import Voucher
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.gen_product import VOUCHER_ODDS, ConstraintOdds, derive_slot, slot_text
 from shopbench.tasks.gen_shop import distinct_products, shop_products, weighted
-from shopbench.tasks.model import Voucher
 from shopbench.tasks.queries import write_voucher
 
 PLATFORM_SHARE = 0.52

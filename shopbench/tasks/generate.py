@@ -33,12 +33,13 @@ from shopbench.catalog.search.filters import WINDOW
 from shopbench.catalog.store import Catalog
 from shopbench.errors import TaskError
 from shopbench.outcome.grader import grade
+from shopbench.outcome.spec import INTENTS, Intent
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
 from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
 from shopbench.tasks.gen_product import constraint_kinds, draft_product
 from shopbench.tasks.gen_shop import base_key, draft_shop
 from shopbench.tasks.gen_voucher import draft_voucher
-from shopbench.tasks.model import INTENTS, Intent, Task
+from shopbench.tasks.model import Task
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.queries import load_phrasings
 from shopbench.tasks.satisfy import SATISFY_WINDOW, satisfying_set, search_phrase

@@ -19,8 +19,8 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Service
+from shopbench.outcome.spec import PriceBound, Voucher
 from shopbench.outcome.title import MARKETPLACE_NOISE, NOISE_PHRASES
-from shopbench.tasks.model import PriceBound, Voucher
 
 
 class Phrasings(BaseModel):

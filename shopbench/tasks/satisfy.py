@@ -24,6 +24,7 @@ from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import PriceRange
 from shopbench.catalog.search.index import SearchHit, SearchIndex
 from shopbench.outcome.grader import DEFAULT_MATCHER, grade, grade_slot
+from shopbench.outcome.spec import Slot
 from shopbench.outcome.title import (
     MARKETPLACE_NOISE,
     NOISE_PHRASES,
@@ -31,7 +32,7 @@ from shopbench.outcome.title import (
     TitleMatcher,
     title_tokens,
 )
-from shopbench.tasks.model import Slot, Task
+from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 
 SATISFY_WINDOW = 100

@@ -23,7 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from shopbench.errors import TaskError
-from shopbench.tasks.model import INTENTS, Intent, PriceBound, Slot, Task, Voucher
+from shopbench.outcome.spec import INTENTS, Intent, PriceBound, Slot, Voucher
+from shopbench.tasks.model import Task
 
 SLOT_KEYS: tuple[str, ...] = (
     "product_id",

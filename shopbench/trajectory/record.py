@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import ChatMessage
 from shopbench.outcome.grader import Outcome
-from shopbench.tasks.model import Intent, Split, TaskCard
+from shopbench.outcome.spec import Intent
+from shopbench.tasks.model import Split, TaskCard
 from shopbench.trajectory.verdict import JudgeVerdict
 
 SCHEMA_VERSION = 1

@@ -21,11 +21,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
+from shopbench.outcome.spec import INTENTS, Intent
 from shopbench.scoring.combine import CombineRule
 from shopbench.scoring.score import ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.scoring.weights import WeightCurve
-from shopbench.tasks.model import INTENTS, Intent
 from template.base.options import parse_config
 
 SPEC_VERSION = 1
