@@ -22,10 +22,10 @@ from shopbench.catalog.generator import (
     GeneratorConfig,
     GeneratorError,
     generate_chunk,
-    generate_knowledge,
     generate_products,
     n_chunks,
 )
+from shopbench.catalog.knowledge import generate_knowledge
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.taxonomy import load_taxonomy
 
@@ -266,7 +266,8 @@ def test_out_of_range_chunk_and_bad_config_are_rejected() -> None:
 
 _DIGEST = """
 import hashlib, json
-from shopbench.catalog.generator import GeneratorConfig, generate_chunk, generate_knowledge
+from shopbench.catalog.generator import GeneratorConfig, generate_chunk
+from shopbench.catalog.knowledge import generate_knowledge
 cfg = GeneratorConfig(seed=5, n_products=600, chunk_size=300)
 rows = generate_chunk(cfg, 1)
 pages = [p.model_dump() for p in generate_knowledge(cfg)]

@@ -24,7 +24,8 @@ from judge_agents import (
 
 from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.injection import VARIANTS, inject
-from shopbench.judging.judge import Judge, JudgeError, Verdict, make_judge
+from shopbench.judging.judge import Judge, JudgeError, Verdict
+from shopbench.judging.registry import make_judge
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 from shopbench.scoring.score import DEFAULT_FORMULA, with_judgement
 from shopbench.trajectory.record import Trajectory

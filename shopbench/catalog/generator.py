@@ -23,7 +23,6 @@ import bisect
 import math
 import random
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,9 +51,6 @@ from shopbench.catalog.text import (
     listing_title,
 )
 from shopbench.errors import ShopbenchError
-
-if TYPE_CHECKING:
-    from shopbench.catalog.knowledge import KnowledgePage
 
 GENERATOR_VERSION = "1.0"
 
@@ -97,13 +93,6 @@ def generate_products(cfg: GeneratorConfig) -> Iterator[list[dict]]:
     """Yield the catalog chunk by chunk; each row is a dict with exactly Product's fields."""
     for k in range(n_chunks(cfg)):
         yield generate_chunk(cfg, k)
-
-
-def generate_knowledge(cfg: GeneratorConfig) -> list[KnowledgePage]:
-    """The knowledge corpus of cfg.seed; see `shopbench.catalog.knowledge.generate_knowledge`."""
-    from shopbench.catalog.knowledge import generate_knowledge as _generate  # knowledge imports us
-
-    return _generate(cfg)
 
 
 def generate_chunk(cfg: GeneratorConfig, index: int) -> list[dict]:

@@ -186,9 +186,9 @@ def build_catalog(
     from shopbench.catalog.generator import (
         GENERATOR_VERSION,
         GeneratorConfig,
-        generate_knowledge,
         n_chunks,
     )
+    from shopbench.catalog.knowledge import generate_knowledge
     from shopbench.catalog.search.index import SearchIndex
 
     if n_products < 1:

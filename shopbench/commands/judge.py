@@ -41,7 +41,8 @@ def calibrate_command(
         run_calibration,
         write_report,
     )
-    from shopbench.judging.judge import JUDGES, JudgeError
+    from shopbench.judging.judge import JudgeError
+    from shopbench.judging.registry import JUDGES
     from shopbench.tasks.io import read_tasks
 
     if judge not in JUDGES and not judge.startswith("openai:"):
@@ -112,7 +113,8 @@ def show_command(
     as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
-    from shopbench.judging.judge import JudgeError, make_judge
+    from shopbench.judging.judge import JudgeError
+    from shopbench.judging.registry import make_judge
 
     j = make_judge(judge, str(rubric) if rubric else None)
     try:

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
 from shopbench.evaluate.injection import VARIANTS, inject
-from shopbench.judging.judge import Judge, Verdict, make_judge
+from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.registry import make_judge
 from shopbench.scoring.score import DEFAULT_FORMULA, ScoreFormula
 from shopbench.scoring.template_penalty import (
     MinHasher,

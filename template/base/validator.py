@@ -32,7 +32,8 @@ from shopbench.archive.jsonl import JsonlSink
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import ArchiveSink
 from shopbench.env.env import ShoppingEnv
-from shopbench.judging.judge import Judge, make_judge
+from shopbench.judging.judge import Judge
+from shopbench.judging.registry import make_judge
 from shopbench.scoring.combine import LLMSampling, RoundJudge
 from shopbench.trajectory.record import Trajectory
 from template.base.config import ValidatorConfig

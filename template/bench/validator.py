@@ -153,7 +153,7 @@ async def _measure(
     concurrency: int, episodes: int, miner_pids: list[int],
 ) -> dict[str, Any]:  # fmt: skip
     from shopbench.archive.jsonl import JsonlSink
-    from shopbench.judging.judge import make_judge
+    from shopbench.judging.registry import make_judge
     from template.base.config import ConsensusConfig
     from template.base.metrics import ValidatorMetrics
     from template.base.round import RoundContext, RoundLimits
