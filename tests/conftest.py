@@ -10,7 +10,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "shoppingbench"
+DATA = Path(__file__).resolve().parent / "data"
+"""The small real files the suite reads (see data/README.md for where each comes from)."""
+
+
+@pytest.fixture(scope="session")
+def shoppingbench_data() -> Path:
+    """ShoppingBench's product and voucher test files (Apache-2.0, see their NOTICE)."""
+    return DATA / "shoppingbench"
 
 
 @pytest.fixture(scope="session")

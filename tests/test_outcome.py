@@ -21,17 +21,15 @@ from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.tasks.shoppingbench_format import task_from_record
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "shoppingbench"
+
+@pytest.fixture(scope="module")
+def product_tasks(shoppingbench_data: Path) -> list[Task]:
+    return read_tasks(shoppingbench_data / "product_test.jsonl", strict=True).tasks
 
 
 @pytest.fixture(scope="module")
-def product_tasks() -> list[Task]:
-    return read_tasks(SHARED / "product_test.jsonl", strict=True).tasks
-
-
-@pytest.fixture(scope="module")
-def voucher_tasks() -> list[Task]:
-    return read_tasks(SHARED / "voucher_test.jsonl", strict=True).tasks
+def voucher_tasks(shoppingbench_data: Path) -> list[Task]:
+    return read_tasks(shoppingbench_data / "voucher_test.jsonl", strict=True).tasks
 
 
 def satisfying(slot: Slot, pid: str = "900", shop: str = "77", price: float = 100.0) -> Product:
@@ -171,7 +169,7 @@ def test_price_modes_are_inclusive(bound: PriceBound, price: float, hit: bool) -
     assert g.rule_score == (1.0 if hit else 0.5)
 
 
-def test_between_bound_from_the_shared_file(product_tasks: list[Task]) -> None:
+def test_between_bound_from_the_product_test_file(product_tasks: list[Task]) -> None:
     task = next(
         t for t in product_tasks if any(b.mode == "between" for b in t.reward[0].price or [])
     )

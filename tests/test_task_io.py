@@ -13,7 +13,6 @@ from shopbench.errors import ImportRecordError, TaskError
 from shopbench.tasks.io import format_task, read_tasks, write_tasks
 from shopbench.tasks.shoppingbench_format import infer_intent, task_from_record, task_to_record
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "shoppingbench"
 FILES = ("product_test.jsonl", "voucher_test.jsonl")
 
 SHOP = {
@@ -45,9 +44,16 @@ PRODUCT = {
 }
 
 
+def lines_of(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file."""
+    return path.read_text(encoding="utf-8").splitlines()
+
+
 @pytest.mark.parametrize("name", FILES)
-def test_shared_files_load_and_round_trip(name: str, tmp_path: Path) -> None:
-    path = SHARED / name
+def test_shoppingbench_files_load_and_round_trip(
+    name: str, tmp_path: Path, shoppingbench_data: Path
+) -> None:
+    path = shoppingbench_data / name
     load = read_tasks(path)
     assert (load.lines_read, len(load.tasks), load.rejected) == (250, 250, [])
     intent = name.split("_")[0]
@@ -69,8 +75,8 @@ def test_shared_files_load_and_round_trip(name: str, tmp_path: Path) -> None:
     assert theirs.read_bytes() == path.read_bytes()
 
 
-def test_the_four_shapes_infer_their_intent() -> None:
-    voucher_line = (SHARED / "voucher_test.jsonl").read_text(encoding="utf-8").splitlines()[0]
+def test_the_four_shapes_infer_their_intent(shoppingbench_data: Path) -> None:
+    voucher_line = lines_of(shoppingbench_data / "voucher_test.jsonl")[0]
     shapes = {
         "product": PRODUCT,
         "shop": SHOP,
@@ -130,8 +136,10 @@ BAD = [
 ]
 
 
-def test_bad_lines_are_rejected_with_file_line_and_reason(tmp_path: Path) -> None:
-    good = (SHARED / "product_test.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+def test_bad_lines_are_rejected_with_file_line_and_reason(
+    tmp_path: Path, shoppingbench_data: Path
+) -> None:
+    good = lines_of(shoppingbench_data / "product_test.jsonl")[:2]
     lines = [good[0], *[b for b, _ in BAD], "", good[1]]
     path = tmp_path / "mixed.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -147,8 +155,8 @@ def test_bad_lines_are_rejected_with_file_line_and_reason(tmp_path: Path) -> Non
     assert (e.value.line, e.value.path) == (2, str(path)) and "not JSON" in str(e.value)
 
 
-def test_voucher_with_a_percent_instead_of_a_fraction_is_rejected(tmp_path: Path) -> None:
-    record = json.loads((SHARED / "voucher_test.jsonl").read_text(encoding="utf-8").splitlines()[6])
+def test_voucher_with_a_percent_instead_of_a_fraction_is_rejected(shoppingbench_data: Path) -> None:
+    record = json.loads(lines_of(shoppingbench_data / "voucher_test.jsonl")[6])
     record["voucher"]["discount"] = 34
     with pytest.raises(TaskError, match=r"voucher\.discount"):
         task_from_record(record)
@@ -179,9 +187,9 @@ def test_our_format_round_trips_and_checks_its_intent(tmp_path: Path) -> None:
     assert [t.intent for t in only.tasks] == ["knowledge"] and len(only.rejected) == 2
 
 
-def test_cli_import_reports_counts_and_writes(tmp_path: Path) -> None:
+def test_cli_import_reports_counts_and_writes(tmp_path: Path, shoppingbench_data: Path) -> None:
     src = tmp_path / "in.jsonl"
-    lines = (SHARED / "voucher_test.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    lines = lines_of(shoppingbench_data / "voucher_test.jsonl")[:3]
     src.write_text("\n".join([lines[0], "{oops", lines[1], lines[2]]) + "\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "shopbench.cli", "tasks", "import", str(src), "--out", str(out)]
