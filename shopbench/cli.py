@@ -43,8 +43,13 @@ def _register() -> None:
 _register()
 
 
+# Usage errors are click's ClickException, from click or from the copy typer carries.
+_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; shopbench errors become a one-line message and exit status 2."""
+    """Run the CLI; shopbench errors become a one-line message and exit status 2, usage
+    errors click's own message and status."""
     try:
         app(args=argv, standalone_mode=False)
     except ShopbenchError as e:
@@ -52,15 +57,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2) from None
     except typer.Exit as e:
         raise SystemExit(e.exit_code) from None
-    except Exception as e:  # click's usage errors carry their own formatting
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            raise SystemExit(e.exit_code) from None
-        if isinstance(e, click.exceptions.Abort):
-            raise SystemExit(130) from None
-        raise
+    except _USAGE_ERROR as e:
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except (typer.Abort, KeyboardInterrupt):
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@ from typing import Annotated
 
 import typer
 
+from shopbench.bench.search import SearchBenchConfig
+from shopbench.commands.flags import Flags
+
+_BENCH = Flags(SearchBenchConfig)
+
 
 def search_command(
     directory: Annotated[Path, typer.Argument(help="catalog directory")],
@@ -56,21 +61,18 @@ def search_command(
 
 
 def bench_search_command(
-    catalog: Annotated[Path, typer.Option("--catalog", help="catalog directory")],
-    queries: Annotated[int, typer.Option("--queries", min=10, help="queries to run")] = 2000,
-    threads: Annotated[
-        int, typer.Option("--threads", min=1, help="threads sharing one index for qps_threads")
-    ] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="seed for drawing the queries")] = 0,
-    as_json: Annotated[bool, typer.Option("--json/--no-json", help="print one JSON object")] = True,
+    catalog: Path = _BENCH.option("catalog", "--catalog"),
+    queries: int = _BENCH.option("queries", "--queries"),
+    threads: int = _BENCH.option("threads", "--threads"),
+    seed: int = _BENCH.option("seed", "--seed"),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
     """Search latency (p50/p99, filtered), throughput on 1 and N threads, open time."""
-    from shopbench.bench.search import SearchBenchConfig, run
-
-    result = run(SearchBenchConfig(catalog=catalog, queries=queries, threads=threads, seed=seed))
+    from shopbench.bench.search import run
     from shopbench.commands.progress import echo_result
 
-    echo_result(result, as_json)
+    config = _BENCH.build(catalog=catalog, queries=queries, threads=threads, seed=seed)
+    echo_result(run(config), as_json)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
