@@ -6,6 +6,10 @@ from pathlib import Path
 
 import typer
 
+from shopbench.bench.tasks import TaskBenchConfig
+from shopbench.commands.flags import Flags
+
+_BENCH = Flags(TaskBenchConfig)
 tasks_app = typer.Typer(help="Task files: import, build, validate, stats.", no_args_is_help=True)
 
 _MAX_SHOWN = 20  # rejected lines printed; the rest are counted
@@ -229,26 +233,25 @@ def stats_command(
 
 
 def bench_tasks_command(
-    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
-    n: int = typer.Option(2500, "--n", help="tasks per intent"),
+    catalog: Path = _BENCH.option("catalog", "--catalog"),
+    n: int = _BENCH.option("n", "--n"),
     intents: str = typer.Option(
         "product,shop,voucher,knowledge", "--intents", help="comma-separated intents"
     ),
-    workers: int = typer.Option(2, "--workers", help="worker processes"),
-    seed: int = typer.Option(0, "--seed", help="sampling seed"),
-    window: int = typer.Option(100, "--window", help="search results examined per slot"),
+    workers: int = _BENCH.option("workers", "--workers"),
+    seed: int = _BENCH.option("seed", "--seed"),
+    window: int = _BENCH.option("window", "--window"),
     as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
     """Validated tasks per second on a catalog (the target: 10,000 from 1M in 2 minutes)."""
-    from shopbench.bench.tasks import TaskBenchConfig, run
-
-    result = run(
-        TaskBenchConfig(catalog=catalog, n=n, intents=_intent_list(intents), workers=workers,
-                        seed=seed, window=window)  # type: ignore[arg-type]
-    )
+    from shopbench.bench.tasks import run
     from shopbench.commands.progress import echo_result
 
-    echo_result(result, as_json)
+    config = _BENCH.build(
+        catalog=catalog, n=n, intents=_intent_list(intents), workers=workers, seed=seed,
+        window=window,
+    )
+    echo_result(run(config), as_json)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
