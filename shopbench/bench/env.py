@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shopbench.bench.stats import percentile
 from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import Episode
@@ -26,14 +27,6 @@ from shopbench.tasks.model import Task
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _SORTS = ("priceasc", "pricedesc", "order")
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by nearest rank; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _sample_products(env: ShoppingEnv, rng: random.Random, n: int) -> list[Product]:
@@ -162,8 +155,8 @@ def run(catalog_dir: str | Path, episodes: int = 200, seed: int = 0) -> dict[str
         "tools": {
             name: {
                 "calls": len(v),
-                "p50_ms": _percentile(v, 0.5),
-                "p99_ms": _percentile(v, 0.99),
+                "p50_ms": percentile(v, 0.5),
+                "p99_ms": percentile(v, 0.99),
             }
             for name, v in sorted(latencies.items())
         },

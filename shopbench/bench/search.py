@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.bench.stats import percentile
 from shopbench.catalog.layout import INDEX_DIR, read_manifest
 from shopbench.catalog.schema import SORTS
 from shopbench.catalog.search.index import SearchIndex
@@ -163,11 +164,6 @@ def _threaded_pass(index: SearchIndex, queries: list[BenchQuery], threads: int) 
     return elapsed
 
 
-def _pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] * 1000 if s else 0.0
-
-
 def run(cfg: SearchBenchConfig) -> SearchBenchResult:
     """Open the catalog's index, warm it with one pass, then time single- and multi-threaded."""
     products = sample_products(cfg.catalog, cfg.queries, cfg.seed)
@@ -192,10 +188,10 @@ def run(cfg: SearchBenchConfig) -> SearchBenchResult:
         queries=len(queries),
         threads=cfg.threads,
         open_s=round(open_s, 4),
-        p50_ms=round(_pct(lat, 0.5), 3),
-        p99_ms=round(_pct(lat, 0.99), 3),
-        filtered_p50_ms=round(_pct(filtered, 0.5), 3),
-        filtered_p99_ms=round(_pct(filtered, 0.99), 3),
+        p50_ms=round(percentile(lat, 0.5) * 1000, 3),
+        p99_ms=round(percentile(lat, 0.99) * 1000, 3),
+        filtered_p50_ms=round(percentile(filtered, 0.5) * 1000, 3),
+        filtered_p99_ms=round(percentile(filtered, 0.99) * 1000, 3),
         qps=round(len(queries) / elapsed, 1),
         qps_threads=round(len(queries) / threaded, 1),
         speedup=round(elapsed / threaded, 2),

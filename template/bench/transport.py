@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shopbench.bench.stats import percentile
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.tools import ShopTools
@@ -32,14 +33,6 @@ _WORDS = (
     "mug", "coffee", "travel", "leak", "proof", "bpa", "free", "wide", "mouth", "stainless",
     "vacuum", "flask", "outdoor", "sports", "gym",
 )  # fmt: skip
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by nearest rank; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def _search_result(rng: random.Random) -> str:
@@ -170,8 +163,8 @@ async def _measure(
         wall = time.perf_counter() - start
     return {
         "rps": len(latencies) / wall if wall else 0.0,
-        "p50_ms": _percentile(latencies, 0.5),
-        "p99_ms": _percentile(latencies, 0.99),
+        "p50_ms": percentile(latencies, 0.5),
+        "p99_ms": percentile(latencies, 0.99),
         "errors": errors,
     }
 

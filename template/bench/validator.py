@@ -29,19 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shopbench.bench.stats import percentile
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 
 TURNS = 15
 _IDS = re.compile(r'"product_id":\s*"([^"]+)"')
 _WORD = re.compile(r"[A-Za-z]{3,}")
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by nearest rank; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 class InstantPolicy:
@@ -194,8 +187,8 @@ async def _measure(
     ]
     return {
         "turns_per_s": round(turns / wall, 1) if wall else 0.0,
-        "p50_overhead_ms": round(_percentile(overheads, 0.5), 2),
-        "p99_overhead_ms": round(_percentile(overheads, 0.99), 2),
+        "p50_overhead_ms": round(percentile(overheads, 0.5), 2),
+        "p99_overhead_ms": round(percentile(overheads, 0.99), 2),
         "turns": turns,
         "episodes": sum(m.episodes for m in result.miners),
         "failures": _merge(m.failures for m in result.miners),
