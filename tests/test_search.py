@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 import typer
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import parse_price
 from shopbench.catalog.search.index import MARKER, SearchIndex
+from shopbench.catalog.search.ranking import RankingConfig, RankingStats
 from shopbench.catalog.search.writer import INDEX_FORMAT as FMT
 from shopbench.errors import CatalogError, SearchError
 
@@ -129,16 +131,15 @@ def test_a_query_without_searchable_words_lists_top_sellers(index: SearchIndex, 
 
 
 def test_terms_in_most_of_a_large_catalog_are_left_out_of_longer_queries(
-    index: SearchIndex, monkeypatch: pytest.MonkeyPatch
+    index: SearchIndex,
 ) -> None:
-    from shopbench.catalog.search import ranking
-
     # "tee" is in 60 of the 70 products; a catalog this small keeps it in every query...
+    assert index.ranking.common_min_docs > len(index)
     assert {h.product_id for h in index.search("tee wireless", window=1000)} >= {"200", "101"}
     # ...a large one (here: any size) keeps it only when it is the query's only word.
-    monkeypatch.setattr(ranking, "COMMON_MIN_DOCS", 0)
-    assert set(ids(index.search("tee wireless"))) == {"101", "102", "104", "105", "106", "107"}
-    assert len(index.search("tee", window=1000)) == 60
+    large = SearchIndex.open(index.path, ranking=RankingConfig(common_min_docs=0))
+    assert set(ids(large.search("tee wireless"))) == {"101", "102", "104", "105", "106", "107"}
+    assert len(large.search("tee", window=1000)) == 60
 
 
 def test_words_in_no_product_find_nothing(index: SearchIndex) -> None:
@@ -222,7 +223,7 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
 
 
 @pytest.mark.parametrize(
-    ("filters", "want", "engine_calls", "max_fetch"),
+    ("filters", "want", "engine_ranked", "max_fetch"),
     [({"price": "-10"}, ["500", "501", "502"], 0, 4000),  # the top hits pass: post-filtered
      ({"price": "30-"}, ["530", "531", "532"], 1, 4000),  # none of them pass: the engine's
      ({"price": "5-"}, ["505", "506", "507"], 0, 4000),  # 1 of 6 passes: fetch 36, enough
@@ -232,21 +233,42 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> SearchIndex:
      ({"shop_id": "1"}, ["500", "501", "502"], 1, 4000)],  # a shop always goes to the engine
 )
 def test_post_filtering_falls_back_to_the_engine_when_too_few_pass(
-    ladder: SearchIndex, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any],
-    want: list[str], engine_calls: int, max_fetch: int,
+    ladder: SearchIndex, filters: dict[str, Any], want: list[str], engine_ranked: int,
+    max_fetch: int,
 ) -> None:
-    from shopbench.catalog.search import ranking
-
-    monkeypatch.setattr(ranking, "TIE_FETCH", 4)
-    monkeypatch.setattr(ranking, "POST_FILTER_FACTOR", 2)  # looks at the top 6 first
-    monkeypatch.setattr(ranking, "MAX_POST_FETCH", max_fetch)
-    calls = []
-    engine_top = ranking._engine_top
-    monkeypatch.setattr(
-        ranking, "_engine_top", lambda *a: calls.append(1) or engine_top(*a)
+    # Post-filtering looks at the top 6 first (2 per place of a 3-wide window).
+    tuned = RankingConfig(tie_fetch=4, post_filter_factor=2, max_post_fetch=max_fetch)
+    index = SearchIndex.open(ladder.path, ranking=tuned)
+    assert ids(index.search("tee", window=3, **filters)) == want
+    assert index.stats() == RankingStats(
+        post_filtered=1 - engine_ranked, engine_ranked=engine_ranked
     )
-    assert ids(ladder.search("tee", window=3, **filters)) == want
-    assert len(calls) == engine_calls
+
+
+def test_stats_count_text_searches_by_the_way_their_window_was_computed(
+    tmp_path: Path,
+) -> None:
+    with SearchIndex.create(tmp_path / "i", heap_mb=32, threads=1) as w:
+        w.add(ROWS)
+    index = SearchIndex.open(tmp_path / "i")
+    assert index.ranking == RankingConfig() and index.stats() == RankingStats(
+        post_filtered=0, engine_ranked=0
+    )
+    index.search("tee")  # no filter: the engine ranks it
+    index.search("tee", price="-130")  # enough of the top hits pass
+    index.search("tee", shop_id="20")  # a shop goes to the engine
+    index.search("", price="-130")  # no text: top sellers, not a ranked window
+    assert index.stats() == RankingStats(post_filtered=1, engine_ranked=2)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"tie_fetch": 0}, {"post_filter_factor": 0}, {"max_post_fetch": 0}, {"common_share": 0.0},
+     {"common_share": 1.5}, {"common_min_docs": -1}, {"tie_fetches": 400}],
+)
+def test_ranking_config_refuses_values_that_cannot_rank(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match=next(iter(bad))):
+        RankingConfig(**bad)
 
 
 # --- sorts and pages -----------------------------------------------------------------------

@@ -45,7 +45,13 @@ from shopbench.catalog.search.filters import (
     parse_price,
 )
 from shopbench.catalog.search.hit_table import HitTable
-from shopbench.catalog.search.ranking import Filters, Ranked, top_sellers, top_window
+from shopbench.catalog.search.ranking import (
+    Filters,
+    Ranked,
+    Ranker,
+    RankingConfig,
+    RankingStats,
+)
 from shopbench.catalog.search.writer import INDEX_FORMAT, MARKER, IndexWriter
 from shopbench.errors import CatalogError
 
@@ -73,15 +79,32 @@ class SearchHit(BaseModel):
 
 
 class SearchIndex:
-    """A read-only, memory-mapped search index over one catalog's products."""
+    """A read-only, memory-mapped search index over one catalog's products.
 
-    def __init__(self, path: Path, index: tantivy.Index, table: HitTable) -> None:
+    `ranking` tunes how the ranked window is computed (its cost, not its contents); it
+    defaults to :class:`RankingConfig`'s defaults.
+    """
+
+    def __init__(
+        self, path: Path, index: tantivy.Index, table: HitTable,
+        ranking: RankingConfig | None = None,
+    ) -> None:
         self.path = path
         self._index = index
         self._schema = index.schema
         self._searcher = index.searcher()
         self._size = self._searcher.num_docs
         self._table = table
+        self._ranker = Ranker(self._searcher, self._schema, ranking or RankingConfig())
+
+    @property
+    def ranking(self) -> RankingConfig:
+        """The ranking knobs this index searches with."""
+        return self._ranker.config
+
+    def stats(self) -> RankingStats:
+        """Which way this index computed the windows of its text searches since it was opened."""
+        return self._ranker.stats()
 
     @classmethod
     def create(cls, path: Path, *, heap_mb: int = 512, threads: int = 2) -> IndexWriter:
@@ -107,8 +130,9 @@ class SearchIndex:
         return IndexWriter(path, index, heap_mb, threads)
 
     @classmethod
-    def open(cls, path: Path) -> SearchIndex:
-        """Open the index at `path` for searching; CatalogError naming the path otherwise."""
+    def open(cls, path: Path, *, ranking: RankingConfig | None = None) -> SearchIndex:
+        """Open the index at `path` for searching, tuned by `ranking` (the defaults if None);
+        CatalogError naming the path otherwise."""
         path = Path(path)
         if not path.is_dir():
             raise CatalogError(f"{path}: search index directory does not exist")
@@ -140,7 +164,7 @@ class SearchIndex:
                 f"{path}: search index is inconsistent ({n_docs} documents, {len(table)} hit"
                 f" rows, {meta.get('products')} products committed); rebuild the catalog"
             )
-        return cls(path, index, table)
+        return cls(path, index, table, ranking)
 
     def __len__(self) -> int:
         return self._size
@@ -170,9 +194,9 @@ class SearchIndex:
         )
         terms = query_terms(q) if isinstance(q, str) else []
         if terms:
-            picked = top_window(self._searcher, self._schema, terms, filters, window)
+            picked = self._ranker.top_window(terms, filters, window)
         else:
-            picked = top_sellers(self._searcher, filters, window)
+            picked = self._ranker.top_sellers(filters, window)
         hits = self._hits(picked)
         if sort == "priceasc":
             hits.sort(key=lambda h: h.price)

@@ -15,17 +15,22 @@ It is computed in one of two ways, whichever is cheaper:
 
 Ties. The engine breaks score ties by document address, which depends on how documents fell
 into segments and differs from build to build. So hits are re-ordered here by (score, rank),
-and when a tie straddles the cut the fetch is widened to :data:`TIE_FETCH` documents: ties
-of up to that many documents at the cut are decided by rank on every build. Beyond that
+and when a tie straddles the cut the fetch is widened to ``RankingConfig.tie_fetch`` documents:
+ties of up to that many documents at the cut are decided by rank on every build. Beyond that
 (thousands of documents matching the same words with the same lengths) the engine's choice
 stands; widening further would cost more than the latency budget allows.
+
+The thresholds of both choices are a :class:`RankingConfig`; a :class:`Ranker` applies one
+to an index's searcher and counts which way each window was computed (:class:`RankingStats`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import tantivy
+from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.search import fields as F
 from shopbench.catalog.search.filters import PriceRange
@@ -34,21 +39,58 @@ Scored = tuple[float, tantivy.DocAddress]
 Ranked = tuple[float, int]
 """A hit of the window: (score, rank); the rank names the product's row (fields.row_of)."""
 
-COMMON_SHARE = 0.5
-COMMON_MIN_DOCS = 100_000
-"""A query term found in more than COMMON_SHARE of the products, and in more than
-COMMON_MIN_DOCS of them, is left out when the query has others (see text_query)."""
 
-TIE_FETCH = 400
-"""A tie at the window's cut is decided by rank when the tied documents all fall within the
-best TIE_FETCH hits."""
+class RankingConfig(BaseModel):
+    """The tuning knobs of the ranked window.
 
-POST_FILTER_FACTOR = 8
-"""Post-filtering looks at the unfiltered top max(window * POST_FILTER_FACTOR, TIE_FETCH)."""
+    `common_share` and `common_min_docs` decide which query terms rank; the others move only
+    the window's cost, never which documents it holds (up to ties wider than `tie_fetch`,
+    see the module doc). The defaults are the release's: every validator ranks alike.
+    """
 
-MAX_POST_FETCH = 4000
-"""...and, when few of those pass, at most this many before leaving the filter to the engine
-(past a few thousand, pruning without the filter stops paying for itself)."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    common_share: float = Field(
+        0.5, gt=0.0, le=1.0,
+        description="a query term in more than this share of the products (and in more than"
+        " `common_min_docs` of them) is left out when the query has other terms",
+    )
+    common_min_docs: int = Field(
+        100_000, ge=0,
+        description="a term is left out as too common only when more than this many products"
+        " hold it: small catalogs keep every term",
+    )
+    tie_fetch: int = Field(
+        400, ge=1,
+        description="a tie at the window's cut is decided by rank when the tied documents all"
+        " fall within the best this-many hits",
+    )
+    post_filter_factor: int = Field(
+        8, ge=1,
+        description="post-filtering first looks at the unfiltered top"
+        " max(window * post_filter_factor, tie_fetch)",
+    )
+    max_post_fetch: int = Field(
+        4000, ge=1,
+        description="when few of those pass, post-filtering looks at most at this many before"
+        " leaving the filter to the engine (past a few thousand, pruning without the filter"
+        " stops paying for itself)",
+    )
+
+
+class RankingStats(BaseModel):
+    """Which way the windows of text searches were computed, since the index was opened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    post_filtered: int = Field(
+        description="windows taken from the engine's unfiltered top hits, filtered on the fast"
+        " columns"
+    )
+    engine_ranked: int = Field(
+        description="windows the engine ranked with the filters inside its query: searches"
+        " with no filter or with a shop, and those whose post-filtering came up short"
+    )
 
 
 class Filters:
@@ -107,18 +149,62 @@ class Filters:
         return keep
 
 
+class Ranker:
+    """The ranked windows of one index's searcher, tuned by a :class:`RankingConfig`.
+
+    Shared by every thread searching the index; it counts which way each window was
+    computed (:meth:`stats`).
+    """
+
+    def __init__(
+        self, searcher: tantivy.Searcher, schema: tantivy.Schema, config: RankingConfig
+    ) -> None:
+        self.searcher = searcher
+        self.schema = schema
+        self.config = config
+        self._lock = threading.Lock()
+        self._post_filtered = 0
+        self._engine_ranked = 0
+
+    def top_window(self, terms: Sequence[str], filters: Filters, window: int) -> list[Ranked]:
+        """The `window` best matches of `terms` passing `filters`, best first (see module doc)."""
+        searcher, config = self.searcher, self.config
+        query = text_query(searcher, self.schema, terms, config)
+        if filters and filters.shop_id is None:
+            got = _post_filtered(searcher, query, filters, window, config)
+            if got is not None:
+                with self._lock:
+                    self._post_filtered += 1
+                return got
+        with self._lock:
+            self._engine_ranked += 1
+        return _engine_top(searcher, filters.restrict(query), window, config.tie_fetch)
+
+    def top_sellers(self, filters: Filters, window: int) -> list[Ranked]:
+        """The `window` best sellers passing `filters` (all products if none), with score 0."""
+        return top_sellers(self.searcher, filters, window)
+
+    def stats(self) -> RankingStats:
+        """How the windows of text searches were computed so far."""
+        with self._lock:
+            return RankingStats(
+                post_filtered=self._post_filtered, engine_ranked=self._engine_ranked
+            )
+
+
 def text_query(
-    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str]
+    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str],
+    config: RankingConfig,
 ) -> tantivy.Query:
     """BM25 OR of every term over every text field, less the terms too common to rank.
 
-    A (field, term) found in more than :data:`COMMON_SHARE` of the products — a value nearly
-    every product shares, such as a country of origin — weighs less than ln 2 in BM25 yet
-    makes the engine score most of the catalog, so on a large catalog (more than
-    :data:`COMMON_MIN_DOCS` such products) it is left out whenever the query has another
+    A (field, term) found in more than ``config.common_share`` of the products — a value
+    nearly every product shares, such as a country of origin — weighs less than ln 2 in BM25
+    yet makes the engine score most of the catalog, so on a large catalog (more than
+    ``config.common_min_docs`` such products) it is left out whenever the query has another
     term. Pairs that occur nowhere are left out too.
     """
-    cutoff = max(COMMON_SHARE * searcher.num_docs, COMMON_MIN_DOCS)
+    cutoff = max(config.common_share * searcher.num_docs, config.common_min_docs)
     pairs = []
     for t in terms:
         for f in F.TEXT_FIELDS:
@@ -132,19 +218,6 @@ def text_query(
     return tantivy.Query.boolean_query(
         [(tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t)) for _, f, t in pairs]
     )
-
-
-def top_window(
-    searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str], filters: Filters,
-    window: int,
-) -> list[Ranked]:
-    """The `window` best matches of `terms` passing `filters`, best first (see module doc)."""
-    query = text_query(searcher, schema, terms)
-    if filters and filters.shop_id is None:
-        got = _post_filtered(searcher, query, filters, window)
-        if got is not None:
-            return got
-    return _engine_top(searcher, filters.restrict(query), window)
 
 
 def top_sellers(searcher: tantivy.Searcher, filters: Filters, window: int) -> list[Ranked]:
@@ -178,20 +251,23 @@ def _by_score_then_rank(
     return ranked[:window]
 
 
-def _engine_top(searcher: tantivy.Searcher, query: tantivy.Query, window: int) -> list[Ranked]:
+def _engine_top(
+    searcher: tantivy.Searcher, query: tantivy.Query, window: int, tie_fetch: int
+) -> list[Ranked]:
     limit = 2 * window
     found = searcher.search(query, limit=limit, count=False).hits
     # A full fetch whose last score equals the window's last may have cut a tie: widen once.
-    if len(found) == limit and found[window - 1][0] == found[-1][0] and limit < TIE_FETCH:
-        found = searcher.search(query, limit=TIE_FETCH, count=False).hits
+    if len(found) == limit and found[window - 1][0] == found[-1][0] and limit < tie_fetch:
+        found = searcher.search(query, limit=tie_fetch, count=False).hits
     return _by_score_then_rank(searcher, found, window)
 
 
 def _post_filtered(
-    searcher: tantivy.Searcher, query: tantivy.Query, filters: Filters, window: int
+    searcher: tantivy.Searcher, query: tantivy.Query, filters: Filters, window: int,
+    config: RankingConfig,
 ) -> list[Ranked] | None:
     """The filtered window from the unfiltered top hits, or None if too few of them pass."""
-    limit = max(POST_FILTER_FACTOR * window, TIE_FETCH)
+    limit = max(config.post_filter_factor * window, config.tie_fetch)
     for _ in range(2):
         found = searcher.search(query, limit=limit, count=False).hits
         keep = filters.passing(searcher, [a for _, a in found])
@@ -202,9 +278,9 @@ def _post_filtered(
         # engine path).
         if len(found) < limit or len(passed) >= window:
             return _by_score_then_rank(searcher, passed, window)
-        # Too few passed. If the pass rate so far promises enough within MAX_POST_FETCH,
+        # Too few passed. If the pass rate so far promises enough within max_post_fetch,
         # fetch that many once (with a margin); else the engine's filter is cheaper.
         limit = 2 * window * limit // max(1, len(passed))
-        if not passed or limit > MAX_POST_FETCH:
+        if not passed or limit > config.max_post_fetch:
             return None
     return None
