@@ -12,7 +12,7 @@ miner can forward a request to its model server almost unchanged.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -43,6 +43,14 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
+@overload
+def cut_utf8(text: str, cap: int) -> str: ...
+
+
+@overload
+def cut_utf8(text: None, cap: int) -> None: ...
+
+
 def cut_utf8(text: str | None, cap: int) -> str | None:
     """`text` cut to at most `cap` UTF-8 bytes, never splitting a character."""
     if text is None:
@@ -68,6 +76,23 @@ Text16K = Annotated[str | None, utf8_at_most(MAX_TEXT_BYTES)]
 """Assistant reasoning or content: at most 16 KB of UTF-8."""
 ArgumentsText = Annotated[str, utf8_at_most(MAX_ARGUMENTS_BYTES)]
 """A tool call's arguments as JSON text: at most 4 KB of UTF-8."""
+ToolName = Annotated[str, Field(max_length=MAX_TOOL_NAME)]
+"""The name of the tool a call asks for: at most MAX_TOOL_NAME characters."""
+CallId = Annotated[str, Field(max_length=MAX_CALL_ID)]
+"""A tool call's id (and a tool message's ``tool_call_id``): at most MAX_CALL_ID characters."""
+
+
+def arguments_as_text(value: object) -> object:
+    """Tool-call arguments given as an object (as some servers and policies send them)
+    re-encoded as the JSON text the chat types hold; any other value is returned unchanged.
+
+    An object JSON cannot encode becomes its ``str``, so a bad call stays readable."""
+    if not isinstance(value, dict):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 class EpisodeLimits(BaseModel):
@@ -127,7 +152,7 @@ class FunctionCall(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    name: str = Field(max_length=MAX_TOOL_NAME)
+    name: ToolName
     arguments: ArgumentsText = "{}"
 
 
@@ -136,7 +161,7 @@ class ToolCall(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: str = Field(default="", max_length=MAX_CALL_ID)
+    id: CallId = ""
     type: Literal["function"] = "function"
     function: FunctionCall
 

@@ -6,20 +6,20 @@ whose ``message`` has the shape an OpenAI-compatible server returns in
 ``choices[0].message``, so a miner can be a thin proxy to its model server.
 ``GET /card`` returns the miner's :class:`AgentCard`.
 
-Every field carries the limits of an episode (DESIGN.md, "Limits of an episode"): at most
-30 turns, 5 tool calls per turn, 16 KB of reasoning and of content per assistant message,
-and 1 MB per request. Models ignore unknown keys (OpenAI servers add fields such as
-``refusal``) but never accept a value over its limit; the transport caps whole bodies
-before any of this runs.
+The wire messages are thin validators over the conversation's own types
+(:mod:`shopbench.chat`): each *is* its chat type, with the same fields and the limits
+declared there (DESIGN.md, "Limits of an episode"), plus what only the wire needs: the
+``reasoning`` alias, arguments sent as an object re-encoded as JSON text, a ``null`` call
+id read as empty, per-role checks, and the caps on whole messages and requests below.
+Models ignore unknown keys (OpenAI servers add fields such as ``refusal``) but never
+accept a value over its limit; the transport caps whole bodies before any of this runs.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -29,70 +29,68 @@ from pydantic import (
 )
 
 from shopbench.chat import (
-    MAX_ARGUMENTS_BYTES,
+    MAX_REQUEST_BYTES,
     MAX_TEXT_BYTES,
     MAX_TOOL_CALLS,
     MAX_TOOL_NAME,
+    MAX_TURNS,
     AssistantMessage,
+    CallId,
     ChatMessage,
     FunctionCall,
+    Text16K,
     ToolCall,
+    ToolName,
+    arguments_as_text,
+    utf8_at_most,
+    utf8_size,
 )
 
 PROTOCOL_VERSION = 1
-MAX_TURNS = 30
-MAX_REQUEST_BYTES = 1024 * 1024
-# A reply holds at most 2 × 16 KB of text and 5 × 4 KB of arguments; JSON escaping can
-# multiply that (a control character becomes six bytes), so the default cap leaves room.
-MAX_REPLY_BYTES = 256 * 1024
-# System prompt and query, then per turn one assistant message and one result per call.
+
+# Limits that exist only on the wire, derived from the conversation's.
 MAX_MESSAGES = 2 + MAX_TURNS * (1 + MAX_TOOL_CALLS)
-MAX_MESSAGE_BYTES = 256 * 1024
+"""Messages of one request: system prompt and query, then per turn one assistant message
+and one result per call."""
+MAX_MESSAGE_BYTES = MAX_REQUEST_BYTES // 4
+"""UTF-8 bytes of any one message's content (a tool result may be longer than an
+assistant's text)."""
+MAX_REPLY_BYTES = MAX_REQUEST_BYTES // 4
+"""Bytes of one reply body. A reply holds at most 2 × 16 KB of text and 5 × 4 KB of
+arguments; JSON escaping can multiply that (a control character becomes six bytes), so
+the cap leaves room."""
 MAX_TOOLS = 16
+"""Function schemas offered in one request."""
 MAX_DEADLINE_MS = 600_000
-MAX_ID_CHARS = 128
+"""The longest turn deadline a request may give."""
 MAX_MODEL_CHARS = 128
+"""Characters of a model name or revision."""
 MAX_TOKENS_COUNT = 10**9
+"""The largest token count a usage report may carry."""
+
+_TOOL_NAME_PATTERN = rf"^[A-Za-z0-9_-]{{1,{MAX_TOOL_NAME}}}$"
 
 
-def _utf8_at_most(limit: int) -> AfterValidator:
-    """A validator rejecting strings longer than `limit` bytes once UTF-8 encoded."""
-
-    def check(value: str | None) -> str | None:
-        if value is not None and len(value.encode("utf-8")) > limit:
-            raise ValueError(f"is {len(value.encode('utf-8'))} bytes; the limit is {limit}")
-        return value
-
-    return AfterValidator(check)
-
-
-Text16K = Annotated[str | None, _utf8_at_most(MAX_TEXT_BYTES)]
-
-
-class WireFunctionCall(BaseModel):
-    """A function call as sent on the wire; `arguments` is JSON text (an object is re-encoded)."""
+class WireFunctionCall(FunctionCall):
+    """A :class:`~shopbench.chat.FunctionCall` as sent on the wire: a non-empty name, and
+    arguments given as an object re-encoded as JSON text (missing ones read as ``"{}"``)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    name: str = Field(min_length=1, max_length=MAX_TOOL_NAME)
-    arguments: Annotated[str, _utf8_at_most(MAX_ARGUMENTS_BYTES)] = "{}"
+    name: Annotated[ToolName, Field(min_length=1)]
 
     @field_validator("arguments", mode="before")
     @classmethod
     def _encode_object(cls, value: Any) -> Any:
         # Some OpenAI-compatible servers return the arguments already parsed.
-        if isinstance(value, dict):
-            return json.dumps(value, ensure_ascii=False)
-        return "{}" if value is None else value
+        return "{}" if value is None else arguments_as_text(value)
 
 
-class WireToolCall(BaseModel):
-    """One tool call of an assistant message on the wire."""
+class WireToolCall(ToolCall):
+    """A :class:`~shopbench.chat.ToolCall` on the wire; a ``null`` id reads as ``""``."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    id: str = Field(default="", max_length=MAX_ID_CHARS)
-    type: Literal["function"] = "function"
     function: WireFunctionCall
 
     @field_validator("id", mode="before")
@@ -101,33 +99,31 @@ class WireToolCall(BaseModel):
         return "" if value is None else value
 
     def to_tool_call(self) -> ToolCall:
-        """The domain tool call."""
-        # The wire limits are at least as strict as the domain model's, so the validated
-        # values are constructed directly (a second validation pass is most of a request's
-        # parsing cost on a long history).
+        """The plain domain tool call."""
+        # The wire models validate every limit of the domain's (they are its subclasses),
+        # so the values are constructed directly: a second validation pass is most of a
+        # request's parsing cost on a long history.
         function = FunctionCall.model_construct(
             name=self.function.name, arguments=self.function.arguments
         )
         return ToolCall.model_construct(id=self.id, type="function", function=function)
 
 
-class WireAssistantMessage(BaseModel):
-    """The assistant turn a miner returns: reasoning, content and at most 5 tool calls.
+class WireAssistantMessage(AssistantMessage):
+    """The :class:`~shopbench.chat.AssistantMessage` a miner returns, as read off the wire.
 
     ``reasoning`` (the newer vLLM key) is accepted as ``reasoning_content``.
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
-    role: Literal["assistant"] = "assistant"
-    content: Text16K = None
     reasoning_content: Text16K = Field(
         default=None, validation_alias=AliasChoices("reasoning_content", "reasoning")
     )
     tool_calls: list[WireToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
 
     def to_assistant(self) -> AssistantMessage:
-        """The domain message a policy returns (empty tool call lists become None)."""
+        """The plain domain message a policy returns (empty tool call lists become None)."""
         calls = [c.to_tool_call() for c in self.tool_calls] if self.tool_calls else None
         return AssistantMessage.model_construct(
             role="assistant",
@@ -145,22 +141,23 @@ class WireAssistantMessage(BaseModel):
         return cls.model_validate(message)
 
 
-class WireMessage(BaseModel):
-    """Any message of the conversation on the wire, with per-role size limits."""
+class WireMessage(ChatMessage):
+    """A :class:`~shopbench.chat.ChatMessage` on the wire, with the limits of its fields and
+    per-role checks: an assistant's content is at most MAX_TEXT_BYTES, any other message's
+    at most MAX_MESSAGE_BYTES, and only an assistant carries tool calls."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    role: Literal["system", "user", "assistant", "tool"]
-    content: Annotated[str | None, _utf8_at_most(MAX_MESSAGE_BYTES)] = None
+    content: Annotated[str | None, utf8_at_most(MAX_MESSAGE_BYTES)] = None
     reasoning_content: Text16K = None
     tool_calls: list[WireToolCall] | None = Field(default=None, max_length=MAX_TOOL_CALLS)
-    tool_call_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
-    name: str | None = Field(default=None, max_length=MAX_TOOL_NAME)
+    tool_call_id: CallId | None = None
+    name: ToolName | None = None
 
     @model_validator(mode="after")
-    def _assistant_limits(self) -> WireMessage:
+    def _per_role(self) -> WireMessage:
         if self.role == "assistant" and self.content is not None:
-            size = len(self.content.encode("utf-8"))
+            size = utf8_size(self.content)
             if size > MAX_TEXT_BYTES:
                 raise ValueError(
                     f"assistant content is {size} bytes; the limit is {MAX_TEXT_BYTES}"
@@ -170,7 +167,7 @@ class WireMessage(BaseModel):
         return self
 
     def to_chat(self) -> ChatMessage:
-        """The domain message."""
+        """The plain domain message."""
         calls = [c.to_tool_call() for c in self.tool_calls] if self.tool_calls else None
         return ChatMessage.model_construct(
             role=self.role,
@@ -192,7 +189,7 @@ class FunctionSchema(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    name: str = Field(pattern=_TOOL_NAME_PATTERN)
     description: str = Field(default="", max_length=4096)
     parameters: dict[str, Any] = Field(default_factory=dict)
 

@@ -7,11 +7,16 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
+from shopbench.chat import (
+    MAX_TEXT_BYTES,
+    AssistantMessage,
+    ChatMessage,
+    FunctionCall,
+    ToolCall,
+)
 from shopbench.env.tools import ShopTools
 from template.protocol import (
     MAX_MESSAGES,
-    MAX_TEXT_BYTES,
     AgentCard,
     StepRequest,
     StepResponse,
@@ -93,6 +98,14 @@ def test_text_limits_count_utf8_bytes_not_characters() -> None:
     for field in ("content", "reasoning_content"):
         with pytest.raises(ValidationError, match="the limit is 16384"):
             WireAssistantMessage.model_validate({field: euros})
+        with pytest.raises(ValidationError, match="the limit is 16384"):
+            AssistantMessage.model_validate({field: euros})
+    with pytest.raises(ValidationError, match="the limit is 16384"):
+        StepResponse.model_validate({"message": {"reasoning": euros}})
+    history = [m.to_openai() for m in conversation()]
+    history.append({"role": "assistant", "reasoning_content": euros})
+    with pytest.raises(ValidationError, match=r"messages\.4\.reasoning_content"):
+        StepRequest.model_validate(request(messages=history))
     with pytest.raises(ValidationError, match="assistant content"):
         WireMessage(role="assistant", content=euros)
     # A tool result may be longer than an assistant's text.
@@ -147,6 +160,44 @@ def test_a_reply_out_of_bounds_is_refused(message: dict[str, object], where: str
     with pytest.raises(ValidationError) as info:
         StepResponse.model_validate({"message": message})
     assert where in str(info.value)
+
+
+ARGS_OVER = '{"q": "' + "€" * 1400 + '"}'  # 1,408 characters, 4,208 bytes
+
+
+@pytest.mark.parametrize(
+    ("call", "where"),
+    [
+        ({"id": "i" * 129, "function": {"name": "f"}}, "id"),
+        ({"function": {"name": "n" * 65}}, "name"),
+        ({"function": {"name": "f", "arguments": ARGS_OVER}}, "arguments"),
+        ({"type": "code", "function": {"name": "f"}}, "type"),
+    ],
+)
+def test_the_wire_refuses_a_tool_call_exactly_where_the_chat_type_does(
+    call: dict[str, object], where: str
+) -> None:
+    with pytest.raises(ValidationError) as chat:
+        ToolCall.model_validate(call)
+    with pytest.raises(ValidationError) as wire:
+        StepResponse.model_validate({"message": {"tool_calls": [call]}})
+    assert chat.value.errors()[0]["msg"] == wire.value.errors()[0]["msg"]
+    assert where in str(chat.value) and where in str(wire.value)
+
+
+def test_wire_messages_are_the_chat_types_and_add_only_wire_rules() -> None:
+    reply = StepResponse.model_validate(
+        {"message": {"tool_calls": [{"id": None, "function": {"name": "f", "arguments": {}}}]}}
+    ).message
+    assert isinstance(reply, AssistantMessage)
+    assert reply.tool_calls is not None and isinstance(reply.tool_calls[0], ToolCall)
+    assert isinstance(WireMessage(role="user", content="q"), ChatMessage)
+    # What only the wire refuses: a nameless call; what only the wire reads: `null` ids.
+    assert ToolCall.model_validate({"function": {"name": ""}}).function.name == ""
+    with pytest.raises(ValidationError, match="at least 1 character"):
+        StepResponse.model_validate({"message": {"tool_calls": [{"function": {"name": ""}}]}})
+    with pytest.raises(ValidationError, match="valid string"):
+        ToolCall.model_validate({"id": None, "function": {"name": "f"}})
 
 
 def test_a_policy_message_becomes_a_reply_unchanged() -> None:

@@ -3,7 +3,8 @@
 A judge must never crash on its input. A :class:`~shopbench.trajectory.record.Trajectory` is read
 as it is; a raw record (a mapping, e.g. one JSON line of an archive) that does not validate
 as a trajectory is read field by field, keeping every message and tool-log entry that
-parses and noting the rest. Assistant text longer than the episode limit is cut.
+parses and noting the rest. Assistant text longer than the episode limit (in UTF-8 bytes) is
+cut.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from shopbench.chat import MAX_TEXT_BYTES, ChatMessage
+from shopbench.chat import MAX_TEXT_BYTES, ChatMessage, cut_utf8, utf8_size
 from shopbench.outcome.grader import Outcome
 from shopbench.trajectory.record import ToolLogEntry, Trajectory
 
-MAX_TEXT_CHARS = MAX_TEXT_BYTES
-"""The judge reads at most this many characters of each message's reasoning and content."""
+MAX_JUDGED_TEXT_BYTES = MAX_TEXT_BYTES
+"""The judge reads at most this many UTF-8 bytes of each message's reasoning and content."""
 
 _MAX_NOTED = 3  # unreadable items described one by one; more are counted
 
@@ -143,7 +144,7 @@ def turn_text(message: ChatMessage) -> tuple[str, bool]:
     for text in (message.reasoning_content, message.content):
         if not text:
             continue
-        if len(text) > MAX_TEXT_CHARS:
-            text, cut = text[:MAX_TEXT_CHARS], True
+        if utf8_size(text) > MAX_JUDGED_TEXT_BYTES:
+            text, cut = cut_utf8(text, MAX_JUDGED_TEXT_BYTES), True
         parts.append(text)
     return "\n".join(parts), cut

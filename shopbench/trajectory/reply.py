@@ -8,11 +8,10 @@ record's limits with every tool call given a unique id.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from shopbench.chat import (
     MAX_ARGUMENTS_BYTES,
@@ -22,6 +21,7 @@ from shopbench.chat import (
     ChatMessage,
     FunctionCall,
     ToolCall,
+    arguments_as_text,
     cut_utf8,
 )
 from shopbench.trajectory.record import MAX_DETAIL_CHARS, FailureKind
@@ -31,30 +31,49 @@ if TYPE_CHECKING:
 
 
 class _LooseFunction(BaseModel):
-    """A function call as a policy may send it: arguments as JSON text or as an object."""
+    """A :class:`~shopbench.chat.FunctionCall` without its limits; arguments sent as an
+    object are re-encoded as JSON text, missing ones read as ``""``."""
 
     model_config = ConfigDict(extra="ignore")
 
     name: str = ""
-    arguments: str | dict[str, Any] | None = None
+    arguments: str = ""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        return "" if value is None else arguments_as_text(value)
 
 
 class _LooseToolCall(BaseModel):
+    """A :class:`~shopbench.chat.ToolCall` without its limits; a missing id reads as ``""``."""
+
     model_config = ConfigDict(extra="ignore")
 
-    id: str | None = None
+    id: str = ""
     function: _LooseFunction
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _no_id(cls, value: Any) -> Any:
+        return "" if value is None else value
 
 
 class LooseReply(BaseModel):
-    """An assistant reply read without size limits, so oversize is reported, not rejected."""
+    """An assistant reply read without size limits, so oversize is reported, not rejected.
+
+    Its fields are :class:`~shopbench.chat.AssistantMessage`'s, with the same names and
+    types, minus the limits. It is written out rather than derived: the chat types carry
+    their limits in their field annotations, and a model built by stripping them at run
+    time would have no static types; the reader also differs in what it forgives (a
+    missing tool name, any ``role`` or ``type``), which :func:`prepare` then bounds.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
     content: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[_LooseToolCall] | None = None
-
 
 
 def read_reply(raw: object) -> LooseReply:
@@ -83,17 +102,6 @@ def read_reply(raw: object) -> LooseReply:
 def short(text: str) -> str:
     """`text` cut to MAX_DETAIL_CHARS characters, marked with an ellipsis when cut."""
     return text if len(text) <= MAX_DETAIL_CHARS else text[: MAX_DETAIL_CHARS - 3] + "..."
-
-
-def _arguments_text(arguments: str | dict[str, Any] | None) -> str:
-    if arguments is None:
-        return ""
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return json.dumps(arguments, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(arguments)
 
 
 @dataclass(slots=True)
@@ -127,17 +135,18 @@ def prepare(
     calls: list[tuple[str, str, str]] = []
     stored: list[ToolCall] = []
     for i, c in enumerate(loose_calls, start=1):
-        call_id = (c.id or "")[:MAX_CALL_ID]
+        call_id = c.id[:MAX_CALL_ID]
         if not call_id or call_id in used_ids:
             call_id = f"call_{turn}_{i}"
         used_ids.add(call_id)
-        args = _arguments_text(c.function.arguments)
+        args = c.function.arguments
         calls.append((call_id, c.function.name, args))
         stored.append(
             ToolCall(
                 id=call_id,
                 function=FunctionCall(
-                    name=c.function.name[:MAX_TOOL_NAME], arguments=args[:MAX_ARGUMENTS_BYTES]
+                    name=c.function.name[:MAX_TOOL_NAME],
+                    arguments=cut_utf8(args, MAX_ARGUMENTS_BYTES),
                 ),
             )
         )

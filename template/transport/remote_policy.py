@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.chat import AssistantMessage, ChatMessage
+from shopbench.chat import MAX_TURNS, AssistantMessage, ChatMessage
 from template.errors import InvalidRequest
-from template.protocol import MAX_TURNS, StepRequest, ToolSchema, Usage, WireMessage
+from template.protocol import StepRequest, ToolSchema, Usage, WireMessage
 from template.transport.client import MinerClient, MinerEndpoint
 
 

@@ -26,8 +26,8 @@ from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.agents.base import Policy
+from shopbench.chat import MAX_REQUEST_BYTES
 from template.protocol import (
-    MAX_REQUEST_BYTES,
     PROTOCOL_VERSION,
     AgentCard,
     StepRequest,

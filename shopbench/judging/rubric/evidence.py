@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from shopbench.judging.record import MAX_TEXT_CHARS, JudgedRecord, read_record, turn_text
+from shopbench.judging.record import MAX_JUDGED_TEXT_BYTES, JudgedRecord, read_record, turn_text
 from shopbench.judging.rubric.claims import TextReader
 from shopbench.judging.rubric.facts import CallFacts, Evidence, EvidenceRules, Shown, TurnFacts
 from shopbench.judging.rubric.grounding import content_words, ground_search, knows
@@ -195,7 +195,7 @@ def extract(
     if cut_turns:
         notes.append(
             f"reasoning or content of turn(s) {', '.join(str(i + 1) for i in cut_turns[:5])} "
-            f"cut to {MAX_TEXT_CHARS} characters for judging"
+            f"cut to {MAX_JUDGED_TEXT_BYTES} bytes for judging"
         )
     if not_run:
         notes.append(f"{not_run} tool call(s) never executed (no tool-log entry with their result)")
