@@ -19,6 +19,7 @@ import httpx
 from bittensor import http_auth
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.chat import MAX_REQUEST_BYTES, cut_utf8
 from template.errors import (
     BadStatus,
     ConnectionFailed,
@@ -27,17 +28,11 @@ from template.errors import (
     RequestTooLarge,
     TransportTimeout,
 )
-from template.protocol import (
-    MAX_REPLY_BYTES,
-    MAX_REQUEST_BYTES,
-    AgentCard,
-    StepRequest,
-    StepResponse,
-)
+from template.protocol import MAX_REPLY_BYTES, AgentCard, StepRequest, StepResponse
 from template.transport.lanes import Lanes
 
 ReplyT = TypeVar("ReplyT", bound=BaseModel)
-_DETAIL_BYTES = 300
+_DETAIL_BYTES = 300  # UTF-8 bytes of an error body quoted in a TransportError
 
 
 class ClientConfig(BaseModel):
@@ -221,4 +216,4 @@ def _detail(data: bytes) -> str:
         text = f"{parsed.get('error', '')}: {parsed['detail']}".lstrip(": ")
     else:
         text = data[:_DETAIL_BYTES].decode("utf-8", errors="replace")
-    return text[:_DETAIL_BYTES].replace("\n", " ") or "(empty body)"
+    return (cut_utf8(text, _DETAIL_BYTES) or "").replace("\n", " ") or "(empty body)"
