@@ -13,11 +13,17 @@ same text inside a block is treated as the agent's words, which fail
 fewer than two product ids, and the ``recovered`` bonus when fewer than two searches ran.
 
 Per model name, :meth:`FakeJudgeServer.plan` queues misbehaviours consumed one request at a
-time: ``429`` (with Retry-After), ``503``, ``slow``, ``non_json``, ``no_choices``,
+time: ``429`` (with ``Retry-After: 3``), ``429_date`` (``Retry-After`` an HTTP date
+:attr:`FakeJudgeServer.retry_date_s` ahead), ``503``, ``503_retry`` (with ``Retry-After: 2``),
+``slow``, ``non_json``, ``no_choices``,
 ``truncated`` (cut JSON, ``finish_reason: length``), ``garbage`` (prose, no JSON), ``prose``
 (JSON wrapped in ``<think>`` and a code fence), ``reject_format`` (400 when
 ``response_format`` is present, as a server without structured output answers), ``context``
 (400: the prompt is over the server's context length).
+
+Other clients of an OpenAI-compatible server use it too: :attr:`FakeJudgeServer.says` gives a
+model a fixed reply text instead of a judgement (a paraphraser's rewrite, a policy's turn),
+and :attr:`FakeJudgeServer.tokens` records the bearer token of every request.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.utils import formatdate
 from typing import Any
 
 import fastapi
@@ -109,6 +116,9 @@ class FakeJudgeServer:
         self.requests: list[dict[str, Any]] = []
         self.model_list_requests = 0
         self.slow_s = 2.0
+        self.retry_date_s = 4.0
+        self.says: dict[str, str] = {}
+        self.tokens: list[str | None] = []
         self.url = ""
         self.app = self._app()
 
@@ -122,6 +132,7 @@ class FakeJudgeServer:
         self.models_status = 200
         self.fails, self.plans, self.requests = {}, {}, []
         self.model_list_requests = 0
+        self.says, self.tokens = {}, []
 
     def plan(self, model: str, *behaviours: str) -> None:
         """Queue misbehaviours for requests naming `model`, one per request."""
@@ -135,8 +146,9 @@ class FakeJudgeServer:
         app = fastapi.FastAPI()
 
         @app.get("/v1/models")
-        async def models() -> Any:
+        async def models(request: fastapi.Request) -> Any:
             self.model_list_requests += 1
+            self.tokens.append(_bearer(request))
             if self.models_status != 200:
                 return JSONResponse({"error": "unavailable"}, status_code=self.models_status)
             return {"object": "list", "data": self.models}
@@ -145,6 +157,7 @@ class FakeJudgeServer:
         async def chat(request: fastapi.Request) -> Any:
             body = await request.json()
             self.requests.append(body)
+            self.tokens.append(_bearer(request))
             model = body.get("model", "")
             queue = self.plans.get(model)
             behaviour = queue.popleft() if queue else "judge"
@@ -152,13 +165,22 @@ class FakeJudgeServer:
                 return JSONResponse(
                     {"error": {"message": f"The model `{model}` does not exist."}}, 404
                 )
-            answer = judge_reply(body, self.fails.get(model, set()))
-            text = json.dumps(answer)
+            if model in self.says:
+                text = self.says[model]
+            else:
+                text = json.dumps(judge_reply(body, self.fails.get(model, set())))
             if behaviour == "429":
                 return JSONResponse({"error": "rate limited"}, status_code=429,
                                     headers={"Retry-After": "3"})
+            if behaviour == "429_date":
+                when = formatdate(time.time() + self.retry_date_s, usegmt=True)
+                return JSONResponse({"error": "rate limited"}, status_code=429,
+                                    headers={"Retry-After": when})
             if behaviour == "503":
                 return JSONResponse({"error": "overloaded"}, status_code=503)
+            if behaviour == "503_retry":
+                return JSONResponse({"error": "overloaded"}, status_code=503,
+                                    headers={"Retry-After": "2"})
             if behaviour == "slow":
                 await asyncio.sleep(self.slow_s)
             if behaviour == "non_json":
@@ -183,6 +205,12 @@ class FakeJudgeServer:
             return completion(text, model)
 
         return app
+
+
+def _bearer(request: fastapi.Request) -> str | None:
+    """The bearer token a request carries, or None."""
+    value = request.headers.get("authorization", "")
+    return value.removeprefix("Bearer ") if value.startswith("Bearer ") else None
 
 
 @contextmanager

@@ -3,7 +3,8 @@
 The server (FastAPI + uvicorn, in-process) plays a small agent whose replies take each form
 a vLLM/Qwen3 server produces — reasoning in ``reasoning_content``, reasoning inside
 ``<think>`` in the content, hermes ``<tool_call>`` text — and, per model name, misbehaves:
-malformed bodies, no choices, a transient 503, a slow reply, a 400, broken arguments.
+malformed bodies, no choices, a transient 503, a rate limit with ``Retry-After`` (seconds or
+an HTTP date), a slow reply, a 400, broken arguments.
 """
 
 from __future__ import annotations
@@ -14,20 +15,15 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from email.utils import formatdate
 from typing import Any
 
 import pytest
 
-from shopbench.agents.openai_policy import (
-    EndpointError,
-    EndpointTimeout,
-    MalformedReply,
-    OpenAIPolicy,
-    OpenAIPolicyConfig,
-    parse_completion,
-)
+from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig, parse_completion
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
 from shopbench.env import ShoppingEnv
+from shopbench.openai_compat.errors import EndpointError, EndpointTimeout, MalformedReply
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
@@ -103,8 +99,16 @@ class Server:
                 return Response("not json{", media_type="application/json")
             if model == "nochoices":
                 return {"object": "chat.completion", "choices": []}
-            if model == "flaky" and len(seen) == 1:
+            if model.startswith("flaky") and len(seen) == 1:
                 return Response('{"error": "overloaded"}', status_code=503)
+            if model == "ratelimited" and len(seen) == 1:
+                return Response('{"error": "rate limited"}', status_code=429,
+                                headers={"Retry-After": "2"})
+            if model == "ratelimited-date" and len(seen) == 1:
+                # Retry-After as an HTTP date, half a minute ahead.
+                when = formatdate(time.time() + 30, usegmt=True)
+                return Response('{"error": "overloaded"}', status_code=503,
+                                headers={"Retry-After": when})
             if model == "slow":
                 await asyncio.sleep(1.5)
             if model == "badrequest":
@@ -159,9 +163,19 @@ def task(catalog: Any) -> Task:
                 reward=[Slot(product_id=p.product_id, title=[p.title])])
 
 
-def policy(url: str, model: str, **options: Any) -> OpenAIPolicy:
+class Waits:
+    """An injected sleep that records the waits instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+def policy(url: str, model: str, sleep: Waits | None = None, **options: Any) -> OpenAIPolicy:
     cfg = {"retries": 2, "backoff_s": 0.01, "request_timeout_s": 5.0, **options}
-    return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **cfg))
+    return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **cfg), sleep=sleep)
 
 
 def play(env: ShoppingEnv, task: Task, p: OpenAIPolicy, **limits: Any) -> Trajectory:
@@ -243,6 +257,33 @@ def test_a_transient_failure_is_retried(
     t = play(env, task, policy(url, "flaky"))
     assert t.termination is TerminationReason.terminated
     assert len(fake.requests["flaky"]) == 4  # one 503, then three good turns
+
+
+def test_a_rate_limited_turn_waits_the_servers_retry_after(
+    server: tuple[Server, str], env: ShoppingEnv, task: Task
+) -> None:
+    fake, url = server
+    waits = Waits()
+    t = play(env, task, policy(url, "ratelimited", waits, backoff_s=0.5))
+    assert t.termination is TerminationReason.terminated
+    assert len(fake.requests["ratelimited"]) == 4  # one 429, then three good turns
+    assert waits.seconds == [2.0]  # the server's Retry-After, not the 0.5 s backoff
+    # An HTTP date asks for the seconds until then, capped at max_backoff_s.
+    capped = Waits()
+    t = play(env, task, policy(url, "ratelimited-date", capped, max_backoff_s=7.0))
+    assert t.termination is TerminationReason.terminated
+    assert capped.seconds == [7.0]
+
+
+def test_without_retry_after_the_backoff_is_jittered_below_its_doubling(
+    server: tuple[Server, str], env: ShoppingEnv, task: Task
+) -> None:
+    fake, url = server
+    waits = Waits()
+    t = play(env, task, policy(url, "flaky-jitter", waits, backoff_s=0.4, jitter=0.5))
+    assert t.termination is TerminationReason.terminated
+    assert len(fake.requests["flaky-jitter"]) == 4  # one 503, then three good turns
+    assert len(waits.seconds) == 1 and 0.2 <= waits.seconds[0] <= 0.4
 
 
 def test_a_slow_endpoint_times_out(

@@ -265,25 +265,25 @@ def _voucher_task() -> Task:
 
 
 def test_paraphrases_keep_every_fragment_or_the_template_stays() -> None:
-    from shopbench.tasks.paraphrase import ParaphraseConfig, Paraphraser
+    from shopbench.tasks.paraphrase import ParaphraseConfig, paraphrase
 
     task = _voucher_task()
     good = "Hi! I need Sakura Craypas Junior 50 Colors (inks: oil-based), cash on delivery please."
     dropped_value = "I need Sakura Craypas Junior 50 Colors with COD."
     added_service = "I need Sakura Craypas Junior 50 Colors, oil-based, COD, free shipping."
-    server = _ChatServer([good, dropped_value, added_service, 503, "   "])
-    para = Paraphraser(ParaphraseConfig(base_url=server.url, model="tiny", temperature=0.0))
+    server = _ChatServer([good, dropped_value, added_service, 400, "   "])
     try:
-        out, report = para.rewrite_all([task] * 5)
+        out, report = paraphrase(
+            ParaphraseConfig(base_url=server.url, model="tiny", temperature=0.0), [task] * 5
+        )
     finally:
-        para.close()
         server.close()
     assert out[0].query == good + "\n\n" + voucher_rules(task.voucher)  # type: ignore[arg-type]
     assert out[0].meta["paraphrased"] == "tiny"
     assert [t.query for t in out[1:]] == [task.query] * 4
     assert report.rewritten == 1 and report.kept == {
         "a required fragment was changed": 1, "a service was added": 1,
-        "endpoint error (HTTPStatusError)": 1, "empty rewrite": 1,
+        "endpoint error (rejected)": 1, "empty rewrite": 1,
     }  # fmt: skip
     sent = server.requests[0]
     assert sent["model"] == "tiny" and sent["temperature"] == 0.0

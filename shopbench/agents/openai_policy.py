@@ -7,48 +7,31 @@ split out of ``<think>...</think>`` in the content when the server has no reason
 tool calls written as hermes ``<tool_call>`` text are read when the server has no tool
 parser. Earlier reasoning goes back to the server in the form the chat template expects.
 
-Failures are typed: :class:`EndpointTimeout` (also a ``TimeoutError``), :class:`EndpointError`
-(refused, unreachable, an HTTP error status) and :class:`MalformedReply` (a body that is not
-a chat completion). Transient ones are retried with backoff before they are raised.
+Requests go through the shared :class:`~shopbench.openai_compat.client.OpenAIClient`: its
+failures are ``EndpointTimeout`` (also a ``TimeoutError``), ``EndpointError`` (refused,
+unreachable, an HTTP error status) and ``MalformedReply`` (a body that is not a chat
+completion), all of :mod:`shopbench.openai_compat.errors`. Transient ones are
+retried — after the server's ``Retry-After`` when it sends one, else with backoff and jitter
+— before they are raised.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.chat import AssistantMessage, ChatMessage
-from shopbench.errors import ShopbenchError
+from shopbench.openai_compat.client import OpenAIClient, Sleep
+from shopbench.openai_compat.config import ClientConfig
+from shopbench.openai_compat.errors import MalformedReply
+from shopbench.openai_compat.urls import chat_url
 
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
 _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class PolicyError(ShopbenchError):
-    """A policy could not produce its turn; `transient` failures are worth a retry."""
-
-    def __init__(self, message: str, *, transient: bool = True) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
-class EndpointError(PolicyError):
-    """The endpoint refused the request, could not be reached, or answered an error status."""
-
-
-class EndpointTimeout(PolicyError, TimeoutError):
-    """The endpoint did not answer within the request timeout."""
-
-
-class MalformedReply(PolicyError):
-    """The endpoint answered, but not with a chat completion."""
+_MAX_CONNECTIONS = 100  # httpx's own default pool size, which the policy always had
 
 
 class OpenAIPolicyConfig(BaseModel):
@@ -67,6 +50,14 @@ class OpenAIPolicyConfig(BaseModel):
     connect_timeout_s: float = Field(default=10.0, gt=0, description="seconds to connect")
     retries: int = Field(default=2, ge=0, description="retries of a transient failure")
     backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
+    max_backoff_s: float = Field(
+        default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
+    )
+    jitter: float = Field(
+        default=0.1, ge=0, le=1,
+        description="up to this fraction of each backoff wait is taken off at random, so "
+        "episodes failing together do not retry together",
+    )  # fmt: skip
     max_response_bytes: int = Field(default=4 << 20, ge=1024, description="reply size cap")
     reasoning_history: Literal["think", "field", "drop"] = Field(
         default="think",
@@ -80,26 +71,34 @@ class OpenAIPolicyConfig(BaseModel):
     @property
     def chat_url(self) -> str:
         """The chat-completions URL: the base URL (``/v1`` added when it has no path)."""
-        base = self.base_url.rstrip("/")
-        if base.endswith("/chat/completions"):
-            return base
-        if urlsplit(base).path in ("", "/"):
-            base += "/v1"
-        return base + "/chat/completions"
+        return chat_url(self.base_url)
+
+    def client_config(self) -> ClientConfig:
+        """The HTTP client's settings: this config's timeouts, retries and size cap."""
+        return ClientConfig(
+            request_timeout_s=self.request_timeout_s,
+            connect_timeout_s=self.connect_timeout_s,
+            retries=self.retries,
+            backoff_s=self.backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            jitter=self.jitter,
+            max_response_bytes=self.max_response_bytes,
+            max_connections=_MAX_CONNECTIONS,
+        )
 
 
 class OpenAIPolicy:
     """An agent whose turns come from a chat-completions endpoint.
 
     One instance may serve many concurrent episodes; it keeps one connection pool per
-    event loop. Call :meth:`aclose` when done with it.
+    event loop. `sleep` waits between retries (``asyncio.sleep`` unless a test injects
+    another). Call :meth:`aclose` when done with it.
     """
 
-    def __init__(self, config: OpenAIPolicyConfig) -> None:
+    def __init__(self, config: OpenAIPolicyConfig, *, sleep: Sleep | None = None) -> None:
         self.config = config
         self.name = f"openai:{config.model}"
-        self._client: httpx.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client = OpenAIClient(config.client_config(), sleep=sleep)
 
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]
@@ -122,14 +121,12 @@ class OpenAIPolicy:
             value = getattr(self.config, name)
             if value is not None:
                 body.setdefault(name, value)
-        data = await self._post(body)
+        data = await self._client.chat(self.config.base_url, body, api_key=self.config.api_key)
         return parse_completion(data)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self._client.aclose()
 
     # -- request -----------------------------------------------------------------------------
 
@@ -147,65 +144,6 @@ class OpenAIPolicy:
             out["tool_call_id"] = m.tool_call_id or ""
             out["content"] = m.content or ""
         return out
-
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            # A pool belongs to the loop that made it; a new loop gets a new pool.
-            headers = {"Content-Type": "application/json"}
-            if self.config.api_key:
-                headers["Authorization"] = f"Bearer {self.config.api_key}"
-            timeout = httpx.Timeout(
-                self.config.request_timeout_s, connect=self.config.connect_timeout_s
-            )
-            self._client = httpx.AsyncClient(timeout=timeout, headers=headers)
-            self._loop = loop
-        return self._client
-
-    async def _post(self, body: dict[str, Any]) -> Any:
-        url = self.config.chat_url
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        delay = self.config.backoff_s
-        attempts = self.config.retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return await self._post_once(url, payload)
-            except PolicyError as e:
-                if attempt == attempts or not e.transient:
-                    raise
-            await asyncio.sleep(delay)
-            delay *= 2
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    async def _post_once(self, url: str, payload: bytes) -> Any:
-        cap = self.config.max_response_bytes
-        try:
-            async with self._http().stream("POST", url, content=payload) as r:
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in r.aiter_bytes():
-                    size += len(chunk)
-                    if size > cap:
-                        raise MalformedReply(f"{url}: reply over {cap} bytes", transient=False)
-                    chunks.append(chunk)
-                status = r.status_code
-        except httpx.TimeoutException:
-            raise EndpointTimeout(
-                f"{url}: no reply within {self.config.request_timeout_s:g} s"
-            ) from None
-        except httpx.HTTPError as e:
-            raise EndpointError(f"{url}: {type(e).__name__}: {e or 'unreachable'}") from None
-        raw = b"".join(chunks)
-        if status >= 400:
-            text = raw[:300].decode("utf-8", errors="replace").strip()
-            raise EndpointError(
-                f"{url}: HTTP {status}: {text}", transient=status in _RETRY_STATUS
-            )
-        try:
-            return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            text = raw[:80].decode("utf-8", errors="replace")
-            raise MalformedReply(f"{url}: reply is not JSON ({text!r})") from None
 
 
 # -- reply ----------------------------------------------------------------------------------

@@ -145,16 +145,12 @@ def build_command(
         result = build_tasks(cfg, progress=lambda intent, k: bar.advance(ids[intent], k))
     tasks = result.tasks
     if paraphrase_url is not None and paraphrase_model is not None:
-        import os
+        from shopbench.openai_compat.keys import api_key_from_env
+        from shopbench.tasks.paraphrase import API_KEY_VARIABLES, ParaphraseConfig, paraphrase
 
-        from shopbench.tasks.paraphrase import ParaphraseConfig, Paraphraser
-
-        para = Paraphraser(ParaphraseConfig(base_url=paraphrase_url, model=paraphrase_model,
-                                            api_key=os.environ.get("SHOPBENCH_PARAPHRASE_KEY")))
-        try:
-            tasks, preport = para.rewrite_all(tasks)
-        finally:
-            para.close()
+        key = api_key_from_env(API_KEY_VARIABLES)
+        config = ParaphraseConfig(base_url=paraphrase_url, model=paraphrase_model, api_key=key)
+        tasks, preport = paraphrase(config, tasks)
         kept = ", ".join(f"{why}: {n}" for why, n in preport.kept.items()) or "none"
         typer.echo(f"paraphrased {preport.rewritten}/{len(tasks)} queries (kept: {kept})")
     write_tasks(out, tasks)

@@ -7,18 +7,25 @@ knowledge question's facts — and does not reveal a knowledge task's answer; ot
 template query stays. A voucher task's rule block is never sent: it is kept unchanged after
 the rewritten body. Paraphrases depend on the model, so a paraphrased file is reproducible
 only with the same endpoint and sampling settings.
+
+Requests go through the shared :class:`~shopbench.openai_compat.client.OpenAIClient` (the
+retries, ``Retry-After`` and backoff the policy and the judge have). :class:`Paraphraser` is
+async; :func:`paraphrase` is the blocking entry point for the task-building command.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Sequence
 from importlib import resources
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.openai_compat.client import OpenAIClient, Sleep
+from shopbench.openai_compat.config import ClientConfig
+from shopbench.openai_compat.errors import EndpointFailure, MalformedReply
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 from shopbench.tasks.satisfy import slot_pairs
@@ -29,6 +36,10 @@ _SERVICE_NAMES = {
     "COD": re.compile(r"cash on delivery|\bcod\b", re.I),
     "flashsale": re.compile(r"flash ?sale|lazflash", re.I),
 }
+API_KEY_VARIABLES = ("SHOPBENCH_PARAPHRASE_KEY",)
+"""Environment variables read, in order, for the paraphrasing endpoint's bearer token (by
+:func:`shopbench.openai_compat.keys.api_key_from_env`)."""
+_MAX_REPLY_BYTES = 1 << 20  # a rewrite is at most max_tokens long; this only stops a flood
 
 
 class ParaphraseConfig(BaseModel):
@@ -42,6 +53,23 @@ class ParaphraseConfig(BaseModel):
     temperature: float = Field(default=0.7, ge=0, le=2, description="sampling temperature")
     timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
     max_tokens: int = Field(default=512, ge=16, description="longest rewrite accepted")
+    retries: int = Field(default=2, ge=0, description="retries of a transient failure")
+    backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
+    max_backoff_s: float = Field(
+        default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
+    )
+    jitter: float = Field(
+        default=0.1, ge=0, le=1,
+        description="up to this fraction of each backoff wait is taken off at random",
+    )
+
+    def client_config(self) -> ClientConfig:
+        """The HTTP client's settings (`timeout_s` bounds connecting too, as it always did)."""
+        return ClientConfig(
+            request_timeout_s=self.timeout_s, connect_timeout_s=self.timeout_s,
+            retries=self.retries, backoff_s=self.backoff_s, max_backoff_s=self.max_backoff_s,
+            jitter=self.jitter, max_response_bytes=_MAX_REPLY_BYTES, max_connections=4,
+        )  # fmt: skip
 
 
 class ParaphraseReport(BaseModel):
@@ -109,19 +137,22 @@ def _prompt() -> str:
 
 
 class Paraphraser:
-    """Rewrites task queries through one OpenAI-compatible chat endpoint."""
+    """Rewrites task queries through one OpenAI-compatible chat endpoint.
 
-    def __init__(self, config: ParaphraseConfig, client: httpx.Client | None = None) -> None:
+    `sleep` waits between retries (``asyncio.sleep`` unless a test injects another). Call
+    :meth:`aclose` from the loop that used it last.
+    """
+
+    def __init__(self, config: ParaphraseConfig, *, sleep: Sleep | None = None) -> None:
         self.config = config
-        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self._client = client or httpx.Client(timeout=config.timeout_s, headers=headers)
+        self._client = OpenAIClient(config.client_config(), sleep=sleep)
         self._system = _prompt()
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         """Release the HTTP connections."""
-        self._client.close()
+        await self._client.aclose()
 
-    def _ask(self, body: str, keep: list[str]) -> str:
+    async def _ask(self, body: str, keep: list[str]) -> str:
         listing = "\n".join(f"- {k}" for k in keep) or "- (nothing)"
         payload = {
             "model": self.config.model,
@@ -132,19 +163,21 @@ class Paraphraser:
                 {"role": "user", "content": f"Keep verbatim:\n{listing}\n\nRequest:\n{body}"},
             ],
         }
-        url = self.config.base_url.rstrip("/") + "/chat/completions"
-        r = self._client.post(url, json=payload)
-        r.raise_for_status()
-        return str(r.json()["choices"][0]["message"]["content"] or "")
+        data = await self._client.chat(
+            self.config.base_url, payload, api_key=self.config.api_key
+        )
+        return str(data["choices"][0]["message"]["content"] or "")
 
-    def rewrite(self, task: Task) -> tuple[Task, str | None]:
+    async def rewrite(self, task: Task) -> tuple[Task, str | None]:
         """The task with a paraphrased query, or unchanged with the reason it was kept."""
         body, rules = split_rules(task.query)
         try:
-            text = self._ask(body, must_keep(task)).strip()
-        except httpx.HTTPError as e:
-            return task, f"endpoint error ({type(e).__name__})"
-        except (KeyError, IndexError, TypeError, ValueError):
+            text = (await self._ask(body, must_keep(task))).strip()
+        except MalformedReply:
+            return task, "malformed reply"
+        except EndpointFailure as e:
+            return task, f"endpoint error ({e.kind})"
+        except (KeyError, IndexError, TypeError):
             return task, "malformed reply"
         why = acceptable(task, text)
         if why is not None:
@@ -153,13 +186,32 @@ class Paraphraser:
         meta = {**task.meta, "paraphrased": self.config.model}
         return task.model_copy(update={"query": query, "meta": meta}), None
 
-    def rewrite_all(self, tasks: Sequence[Task]) -> tuple[list[Task], ParaphraseReport]:
-        """Every task, paraphrased where a paraphrase is acceptable."""
+    async def rewrite_all(self, tasks: Sequence[Task]) -> tuple[list[Task], ParaphraseReport]:
+        """Every task, paraphrased where a paraphrase is acceptable, one request at a time."""
         out: list[Task] = []
         kept: Counter[str] = Counter()
         for task in tasks:
-            new, why = self.rewrite(task)
+            new, why = await self.rewrite(task)
             out.append(new)
             if why is not None:
                 kept[why] += 1
         return out, ParaphraseReport(rewritten=len(out) - sum(kept.values()), kept=dict(kept))
+
+
+def paraphrase(
+    config: ParaphraseConfig, tasks: Sequence[Task], *, sleep: Sleep | None = None
+) -> tuple[list[Task], ParaphraseReport]:
+    """Every task, paraphrased where acceptable: :meth:`Paraphraser.rewrite_all`, blocking.
+
+    Runs its own event loop (so it is for callers outside one, as the CLI is) and closes
+    the connections before it returns.
+    """
+
+    async def run() -> tuple[list[Task], ParaphraseReport]:
+        para = Paraphraser(config, sleep=sleep)
+        try:
+            return await para.rewrite_all(tasks)
+        finally:
+            await para.aclose()
+
+    return asyncio.run(run())

@@ -25,14 +25,15 @@ from pydantic import ValidationError
 from shopbench.judging.llm.cache import DiskCache, VerdictCache
 from shopbench.judging.llm.client import Sleep
 from shopbench.judging.llm.config import (
+    API_KEY_VARIABLES,
     SPEC_PREFIX,
     LLMJudgeConfig,
-    api_key_from_env,
     parse_judge_spec,
 )
 from shopbench.judging.llm.errors import JudgeSpecError
 from shopbench.judging.llm.judge import LLMJudge
 from shopbench.judging.rubric.judge import load_rubric
+from shopbench.openai_compat.keys import api_key_from_env
 
 
 def is_llm_spec(spec: str) -> bool:
@@ -58,7 +59,7 @@ def make_llm_judge(
     ``SHOPBENCH_JUDGE_API_KEY``, ``SHOPBENCH_OPENAI_API_KEY``, ``OPENAI_API_KEY``.
     Raises :class:`JudgeSpecError` for a malformed spec or option, naming it.
     """
-    endpoints = parse_judge_spec(spec, api_key_from_env())
+    endpoints = parse_judge_spec(spec, api_key_from_env(API_KEY_VARIABLES))
     try:
         config = LLMJudgeConfig(endpoints=endpoints, override=override, **options)
     except ValidationError as e:

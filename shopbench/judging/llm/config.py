@@ -8,7 +8,6 @@ delays a round by at most the deadline.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -17,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shopbench.judging.llm.errors import JudgeSpecError
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
+from shopbench.openai_compat.urls import api_root, chat_url, models_url
 
 SPEC_PREFIX = OPENAI_PREFIX
 _EXAMPLE = "openai:Qwen/Qwen3-32B@http://127.0.0.1:8000/v1"
 API_KEY_VARIABLES = ("SHOPBENCH_JUDGE_API_KEY", "SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
-"""Environment variables read, in order, for the judge endpoints' bearer token."""
+"""Environment variables read, in order, for the judge endpoints' bearer token (by
+:func:`shopbench.openai_compat.keys.api_key_from_env`)."""
 
 
 class Endpoint(BaseModel):
@@ -45,18 +46,17 @@ class Endpoint(BaseModel):
     @property
     def root(self) -> str:
         """The API root: the base URL, with ``/v1`` added when it has no path."""
-        base = self.base_url.rstrip("/")
-        return base + "/v1" if urlsplit(base).path in ("", "/") else base
+        return api_root(self.base_url)
 
     @property
     def chat_url(self) -> str:
         """The chat-completions URL."""
-        return self.root + "/chat/completions"
+        return chat_url(self.base_url)
 
     @property
     def models_url(self) -> str:
         """The model-list URL (``GET /v1/models``)."""
-        return self.root + "/models"
+        return models_url(self.base_url)
 
     def __str__(self) -> str:
         return f"{self.model}@{self.base_url}"
@@ -84,6 +84,11 @@ class LLMJudgeConfig(BaseModel):
     max_backoff_s: float = Field(
         default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
     )
+    jitter: float = Field(
+        default=0.0, ge=0, le=1,
+        description="up to this fraction of each backoff wait is taken off at random; 0: the "
+        "exact doubling",
+    )  # fmt: skip
     deadline_s: float = Field(
         default=300.0, gt=0, description="seconds one trajectory's judgement may take in all"
     )
@@ -118,12 +123,6 @@ class LLMJudgeConfig(BaseModel):
                     "calibration may override it"
                 )
         return self
-
-
-def api_key_from_env(env: dict[str, str] | None = None) -> str | None:
-    """The first non-empty of :data:`API_KEY_VARIABLES`, or None."""
-    source = os.environ if env is None else env
-    return next((source[v] for v in API_KEY_VARIABLES if source.get(v)), None)
 
 
 def parse_judge_spec(spec: str, api_key: str | None = None) -> list[Endpoint]:
