@@ -9,7 +9,6 @@ comes from the ``SHOPBENCH_OPENAI_API_KEY`` (else ``OPENAI_API_KEY``) environmen
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from shopbench.errors import ShopbenchError
@@ -68,9 +67,10 @@ def make_policy(
     name = spec.strip()
     if name.startswith(OPENAI_PREFIX):
         from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
+        from shopbench.openai_compat.keys import api_key_from_env
 
         model, url = parse_openai_spec(name)
-        key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
+        key = api_key_from_env(API_KEY_VARIABLES)
         options = {"api_key": key, **openai_options}
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
     if openai_options:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
+
 
 def _load(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
     """The environment and the tasks; rejected task lines are reported, none loaded is fatal."""
@@ -46,8 +48,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="seed of the episode keys and policies"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
         turn_timeout: float = typer.Option(
-            120.0, "--turn-timeout", min=0.001, help="seconds the policy may take per turn"
-        ),
+            DEFAULT_TURN_TIMEOUT_S, "--turn-timeout", min=0.001,
+            help="seconds the policy may take per turn",
+        ),  # fmt: skip
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
     ) -> None:
         """Run a policy on every task K times; write trajectories.jsonl, report.json/.md."""

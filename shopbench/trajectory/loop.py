@@ -40,7 +40,10 @@ Grader = Callable[["Task", Sequence["str | None"]], "Outcome"]
 """Grades a task's recommended catalog ids (None for a token that resolves to nothing)."""
 
 DEFAULT_TURN_TIMEOUT_S = 60.0
-"""Seconds a policy may take to answer one turn, unless configured otherwise."""
+"""Seconds a policy may take to answer one turn, unless configured otherwise: the one default
+read by :class:`RunLimits`, ``shopbench eval --turn-timeout``, the validator's
+``--neuron.turn_timeout_s`` and its miner client, and (less a margin) the miner's own
+``--agent.request_timeout_s``."""
 
 
 class RunLimits(BaseModel):

@@ -26,6 +26,7 @@ from shopbench.scoring.combine import CombineRule
 from shopbench.scoring.score import ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.scoring.weights import WeightCurve
+from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.base.options import parse_config
 
 SPEC_VERSION = 1
@@ -165,8 +166,9 @@ class ValidatorNeuronConfig(_Section):
     sample_size: int = Field(default=0, ge=0, description="miners per round (0: every serving uid)")
     concurrency: int = Field(default=64, ge=1, description="episodes played at once")
     turn_timeout_s: float = Field(
-        default=60.0, gt=0, le=600, description="time a miner has to answer one turn"
-    )
+        default=DEFAULT_TURN_TIMEOUT_S, gt=0, le=600, description="time a miner has to answer "
+        "one turn",
+    )  # fmt: skip
     episode_timeout_s: float = Field(default=600.0, gt=0, description="time budget of one episode")
     round_timeout_s: float = Field(
         default=1800.0, gt=0, description="a round's episodes still running after this are cut"
@@ -218,6 +220,12 @@ class ValidatorConfig(BaseModel):
         return self.state_dir / "archive"
 
 
+MINER_TURN_MARGIN_S = 10.0
+"""Seconds of the validators' turn timeout a miner keeps back from its model: the time to
+verify the signed request, read the reply and send it back, so a model that uses all of its
+``request_timeout_s`` still answers the turn in time."""
+
+
 class AgentConfig(_Section):
     """What answers the validators' turns: a model endpoint or a reference policy."""
 
@@ -233,8 +241,9 @@ class AgentConfig(_Section):
     temperature: float = Field(default=0.6, ge=0, description="sampling temperature")
     max_tokens: int = Field(default=8192, ge=1, description="tokens per reply")
     request_timeout_s: float = Field(
-        default=50.0, gt=0, description="time the model has per turn (keep under the "
-        "validators' 60 s turn deadline)",
+        default=DEFAULT_TURN_TIMEOUT_S - MINER_TURN_MARGIN_S, gt=0,
+        description=f"time the model has per turn (keep it under the validators' "
+        f"{DEFAULT_TURN_TIMEOUT_S:g} s turn timeout, by {MINER_TURN_MARGIN_S:g} s or more)",
     )  # fmt: skip
     seed: int = Field(default=0, description="seed of a reference policy")
 

@@ -50,6 +50,15 @@ ROUND_CUT = "round_deadline"
 VALIDATOR_FAULT = "validator_error"
 """The failure reason of an episode this validator could not play (logged with its trace)."""
 _TRANSPORT_KINDS = frozenset({"policy_error", "policy_timeout"})
+TRANSPORT_GRACE_S = 5.0
+"""Seconds the episode loop's turn timeout waits past the miner's turn deadline.
+
+Two clocks bound a remote turn: the miner client's deadline (``RemotePolicy`` sends it as
+``deadline_ms`` and the client enforces it on the request, raising ``TransportTimeout``,
+reason ``timeout``) and the loop's ``turn_timeout_s``. The loop's sits this much later, so a
+slow miner is always reported by the transport with its reason, never cut silently by the
+loop; the grace also covers what the transport's deadline does not count, such as waiting
+for a free request slot in the shared client. The loop's timeout is only the backstop."""
 
 
 class RoundLimits(BaseModel):
@@ -165,10 +174,8 @@ async def _play(
             ctx.client, endpoint, episode_id_of(key), deadline_s=cfg.turn_timeout_s
         )
         policy = _Watched(remote)
-        # The loop's own turn timeout sits past the transport deadline, so a slow miner is
-        # reported by the transport (reason "timeout") rather than cut silently.
         limits = RunLimits(
-            turn_timeout_s=cfg.turn_timeout_s + 5.0,
+            turn_timeout_s=cfg.turn_timeout_s + TRANSPORT_GRACE_S,
             episode_timeout_s=min(cfg.episode_timeout_s, left),
         )
         try:

@@ -20,6 +20,7 @@ from bittensor import http_auth
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.chat import MAX_REQUEST_BYTES, cut_utf8
+from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.errors import (
     BadStatus,
     ConnectionFailed,
@@ -41,8 +42,9 @@ class ClientConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     turn_deadline_s: float = Field(
-        default=60.0, gt=0, le=600, description="time a miner has to answer one turn"
-    )
+        default=DEFAULT_TURN_TIMEOUT_S, gt=0, le=600, description="time a miner has to answer "
+        "one turn",
+    )  # fmt: skip
     card_deadline_s: float = Field(default=10.0, gt=0, description="time to answer GET /card")
     connect_timeout_s: float = Field(
         default=5.0, gt=0, description="time to open a connection (within the deadline)"
