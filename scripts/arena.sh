@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 source scripts/venv.sh
 "$PY" -m pip install -q -e ".[subnet]"
-exec "$PY" -m shopbench.cli arena "$@"
+bin=$("$PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+exec "$bin/shopbench" arena "$@"
