@@ -36,3 +36,11 @@ def catalog(catalog_dir: Path):  # type: ignore[no-untyped-def]
     from shopbench.catalog.store import Catalog
 
     return Catalog.open(catalog_dir)
+
+
+@pytest.fixture(scope="module")
+def env(catalog):  # type: ignore[no-untyped-def]
+    """A shopping environment over the 2,000-product catalog (one per test module)."""
+    from shopbench.env import ShoppingEnv
+
+    return ShoppingEnv(catalog)

@@ -19,10 +19,6 @@ PRODUCT_TASK = Task(
 )
 
 
-@pytest.fixture(scope="module")
-def env(catalog: Any) -> ShoppingEnv:
-    return ShoppingEnv(catalog)
-
 
 @pytest.fixture(scope="module")
 def query(catalog: Any) -> str:

@@ -39,10 +39,6 @@ def tasks(catalog_dir: Path) -> list[Task]:
     return out
 
 
-@pytest.fixture(scope="module")
-def env(catalog: Any) -> ShoppingEnv:
-    return ShoppingEnv(catalog)
-
 
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory: pytest.TempPathFactory, tasks: list[Task]) -> Path:

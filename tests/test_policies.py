@@ -173,10 +173,6 @@ def tasks(catalog_dir: Path) -> list[Task]:
     return out
 
 
-@pytest.fixture(scope="module")
-def env(catalog: Any) -> ShoppingEnv:
-    return ShoppingEnv(catalog)
-
 
 def _key(task: Task) -> bytes:
     return (task.id * 4).encode()[:32].ljust(32, b"k")

@@ -37,10 +37,6 @@ GATES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def env(catalog: Any) -> ShoppingEnv:
-    return ShoppingEnv(catalog)
-
 
 @pytest.fixture(scope="module")
 def tasks(catalog: Any) -> list[Any]:

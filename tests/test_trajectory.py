@@ -23,10 +23,6 @@ from shopbench.trajectory.verdict import JudgeVerdict
 KEY = b"t" * 32
 
 
-@pytest.fixture(scope="module")
-def env(catalog: Any) -> ShoppingEnv:
-    return ShoppingEnv(catalog)
-
 
 @pytest.fixture(scope="module")
 def task(catalog: Any) -> Task:
