@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.chat import EpisodeLimits, cut_utf8, utf8_size
+from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import (
     ArgumentError,
     EpisodeOverError,
@@ -25,6 +25,7 @@ from shopbench.env.errors import (
     UnknownToolError,
     error_code,
 )
+from shopbench.env.results import render
 from shopbench.env.tokens import TokenBook
 from shopbench.env.toolkit import ToolSpec, bind_arguments
 from shopbench.env.tools import ShopTools
@@ -74,13 +75,6 @@ class ToolCallRecord(BaseModel):
     def digest(self) -> str:
         """sha256 of the observation content, for archives that keep only a digest."""
         return hashlib.sha256(self.result.encode("utf-8")).hexdigest()
-
-
-def render(data: Any) -> str:
-    """A tool's result as the agent sees it: text as is, anything else as compact JSON."""
-    if isinstance(data, str):
-        return data
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 class Episode:
@@ -140,12 +134,14 @@ class Episode:
 
     @property
     def recommended(self) -> list[str]:
-        """The tokens of the one accepted recommend_product call (empty before it)."""
+        """The tokens of the one accepted recommend_product call by position, "" where the
+        agent left a position empty (empty before the call)."""
         return list(self._tools.recommended or [])
 
-    def recommended_ids(self) -> list[str]:
-        """The catalog ids behind :attr:`recommended`, in order."""
-        return [self._tokens.mapping("product")[t] for t in self.recommended]
+    def recommended_ids(self) -> list[str | None]:
+        """The catalog ids behind :attr:`recommended`, in order; None for an empty position."""
+        products = self._tokens.mapping("product")
+        return [products[t] if t else None for t in self.recommended]
 
     def resolve(self, token: str) -> str | None:
         """The catalog id of a product or shop token shown in this episode, else None."""
@@ -274,16 +270,15 @@ class Episode:
 
 
 def _loggable(arguments: Any, cap: int) -> dict[str, Any] | str:
-    """The arguments as they may be stored in the log: a small dict as is, else text cut to
-    `cap` UTF-8 bytes (marked with an ellipsis when cut)."""
+    """The arguments as they may be stored in the log: a small dict as is, else bounded text."""
     if isinstance(arguments, dict):
         try:
             text = json.dumps(arguments, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             return f"<{len(arguments)} unserialisable arguments>"
         if not all(isinstance(k, str) for k in arguments):
-            return cut_utf8(text, cap)
-        return arguments if utf8_size(text) <= cap else cut_utf8(text, cap) + "..."
+            return text[:cap]
+        return arguments if len(text.encode("utf-8")) <= cap else text[:cap] + "..."
     if isinstance(arguments, str):
-        return arguments if utf8_size(arguments) <= cap else cut_utf8(arguments, cap) + "..."
-    return "" if arguments is None else cut_utf8(repr(arguments), cap)
+        return arguments if len(arguments) <= cap else arguments[:cap] + "..."
+    return "" if arguments is None else repr(arguments)[:cap]

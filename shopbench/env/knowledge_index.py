@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import tantivy
-from pydantic import BaseModel, ConfigDict
+
+from shopbench.env.results import WebResult
 
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage
@@ -27,16 +28,6 @@ _STOP_WORDS = (
 )
 _STOP = frozenset(_STOP_WORDS.split(" "))
 _TITLE_BOOST = 2.0
-
-
-class WebResult(BaseModel):
-    """One search result, in ShoppingBench's web_search shape (url, title, content)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    title: str
-    content: str
 
 
 def query_words(text: str) -> list[str]:

@@ -1,20 +1,29 @@
 """The shopping tools, with ShoppingBench's names, arguments and result shapes.
 
 Each tool is a typed method whose docstring is the description the agent reads (see
-:mod:`shopbench.env.toolkit`). Tools return plain data (the episode renders it as compact
-JSON) or raise a :class:`~shopbench.errors.ToolError` saying what was wrong. Every id a tool
-shows is an episode token; every id it accepts must be one this episode has shown.
+:mod:`shopbench.env.toolkit`). Tools return the typed results of :mod:`shopbench.env.results`
+(the episode renders them to the text the agent sees) or raise a
+:class:`~shopbench.errors.ToolError` saying what was wrong. Every id a tool shows is an
+episode token; every id it accepts must be one this episode has shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.search.filters import MAX_PAGE, parse_price
 from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import ArgumentError, InvalidIdError, LimitError, NotAllowedError
+from shopbench.env.results import (
+    ProductDetails,
+    ProductHit,
+    Recommendation,
+    Status,
+    Termination,
+    WebResult,
+)
 from shopbench.env.tokens import TokenBook, TokenKind, token_digits
 from shopbench.env.toolkit import Toolkit, tool
 from shopbench.errors import SearchError
@@ -40,7 +49,7 @@ class ShopTools(Toolkit):
         self._tokens = tokens
         self._limits = limits
         self._knowledge = knowledge
-        self.recommended: list[str] | None = None
+        self.recommended: list[str] | None = None  # by position, "" where left empty
         self.status: str | None = None
 
     # -- the tools -------------------------------------------------------------------------
@@ -54,7 +63,7 @@ class ShopTools(Toolkit):
         price: str | None = None,
         sort: Sort | None = None,
         service: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ProductHit]:
         """Search the marketplace and return up to 10 products per page, each with its
         product_id, shop_id, title, price, service and sold_count.
 
@@ -94,19 +103,19 @@ class ShopTools(Toolkit):
         products = self._tokens.show_all("product", [h.product_id for h in hits])
         shops = self._tokens.show_all("shop", [h.shop_id for h in hits])
         return [
-            {
-                "product_id": product,
-                "shop_id": shop,
-                "title": h.title,
-                "price": h.price,
-                "service": list(h.service),
-                "sold_count": h.sold_count,
-            }
+            ProductHit(
+                product_id=product,
+                shop_id=shop,
+                title=h.title,
+                price=h.price,
+                service=h.service,
+                sold_count=h.sold_count,
+            )
             for h, product, shop in zip(hits, products, shops, strict=True)
         ]
 
     @tool
-    def view_product_information(self, product_ids: str) -> list[dict[str, Any]]:
+    def view_product_information(self, product_ids: str) -> list[ProductDetails]:
         """Show the details of products: title, price, service, descriptions, SKU options and
         attributes, to check them against the request.
 
@@ -120,7 +129,7 @@ class ShopTools(Toolkit):
         return [self._details(t, p) for t, p in zip(tokens, products, strict=True) if p]
 
     @tool
-    def recommend_product(self, product_ids: str) -> str:
+    def recommend_product(self, product_ids: str) -> Recommendation:
         """Recommend products to the customer. Allowed only once per episode.
 
         Args:
@@ -136,23 +145,26 @@ class ShopTools(Toolkit):
                 "recommend_product can be used only once per episode; already recommended: "
                 + ",".join(self.recommended)
             )
-        tokens = self._split_ids(product_ids, "recommend_product", self._limits.max_recommend_ids)
-        self._resolve_all(tokens, "recommend_product")
+        # Positions count, as in ShoppingBench: "a,,c" leaves the second one empty.
+        tokens = self._split_ids(
+            product_ids, "recommend_product", self._limits.max_recommend_ids, positions=True
+        )
+        self._resolve_all([t for t in tokens if t], "recommend_product")
         self.recommended = tokens
-        return f"Having recommended the products to the user: {','.join(tokens)}."
+        return Recommendation(product_ids=tuple(tokens))
 
     @tool
-    def terminate(self, status: Literal["success", "failure"]) -> str:
+    def terminate(self, status: Status) -> Termination:
         """End the episode and declare whether the task was completed.
 
         Args:
             status: "success" when the request has been met, "failure" when it cannot be.
         """
         self.status = status
-        return f"The interaction has been completed with status: {status}"
+        return Termination(status=status)
 
     @tool
-    def web_search(self, q: str, max_results: int = 10) -> list[dict[str, Any]]:
+    def web_search(self, q: str, max_results: int = 10) -> list[WebResult]:
         """Search the web for information and return the matching pages (url, title, content).
 
         Args:
@@ -168,28 +180,37 @@ class ShopTools(Toolkit):
             raise ArgumentError("web_search: argument 'q' is empty; give the words to search")
         if self._knowledge is None:
             return []
-        results = self._knowledge().search(q, max_results, self._limits.max_snippet_chars)
-        return [r.model_dump() for r in results]
+        return self._knowledge().search(q, max_results, self._limits.max_snippet_chars)
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _details(self, token: str, p: Product) -> dict[str, Any]:
+    def _details(self, token: str, p: Product) -> ProductDetails:
         cap = self._limits.max_description_chars
         description = p.description if len(p.description) <= cap else p.description[:cap] + "..."
-        return {
-            "product_id": token,
-            "shop_id": self._tokens.show("shop", p.shop_id),
-            "title": p.title,
-            "price": p.price,
-            "service": list(p.service),
-            "short_description": p.short_description,
-            "description": description,
-            "sku_options": p.sku_options,
-            "attributes": p.attributes,
-        }
+        return ProductDetails(
+            product_id=token,
+            shop_id=self._tokens.show("shop", p.shop_id),
+            title=p.title,
+            price=p.price,
+            service=tuple(p.service),
+            short_description=p.short_description,
+            description=description,
+            sku_options=p.sku_options,
+            attributes=p.attributes,
+        )
 
-    def _split_ids(self, text: str, tool_name: str, limit: int) -> list[str]:
-        tokens = [t.strip() for t in text.split(",") if t.strip()]
+    def _split_ids(
+        self, text: str, tool_name: str, limit: int, *, positions: bool = False
+    ) -> list[str]:
+        """The comma-separated ids, empty entries skipped; with `positions`, every position
+        up to the last id, "" for an empty one. ArgumentError when no id is given,
+        LimitError past `limit` of them (positions, with `positions`)."""
+        tokens = [t.strip() for t in text.split(",")]
+        if positions:
+            while tokens and not tokens[-1]:
+                tokens.pop()
+        else:
+            tokens = [t for t in tokens if t]
         if not tokens:
             raise ArgumentError(
                 f"{tool_name}: argument 'product_ids' is empty; give comma-separated product_ids"

@@ -15,7 +15,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from shopbench.agents.reference.observations import Details
 from shopbench.agents.reference.prose import money, price_words
 from shopbench.agents.reference.query_reading import (
     SERVICE_NAMES,
@@ -23,6 +22,7 @@ from shopbench.agents.reference.query_reading import (
     requested_pairs,
     states_value,
 )
+from shopbench.env.results import ProductDetails
 
 TITLE_OK = 0.75
 """A title carrying less than this share of the item's words names another product."""
@@ -100,7 +100,7 @@ def worth_opening(wanted: Wanted, title: str) -> bool:
     return title_recall(wanted, title) >= VIEW_MIN
 
 
-def keys_of(details: list[Details]) -> set[str]:
+def keys_of(details: list[ProductDetails]) -> set[str]:
     """Every attribute and SKU key the viewed products show."""
     keys: set[str] = set()
     for d in details:
@@ -114,7 +114,7 @@ def keys_of(details: list[Details]) -> set[str]:
 class Check:
     """How one product measures up to one item of the request."""
 
-    details: Details
+    details: ProductDetails
     title_score: float
     recall: float = 0.0
     met: list[str] = field(default_factory=list)
@@ -132,7 +132,7 @@ class Check:
         return (len(self.misses), -self.recall, -self.title_score, self.details.price)
 
 
-def _values(d: Details, option: dict[str, str]) -> dict[str, set[str]]:
+def _values(d: ProductDetails, option: dict[str, str]) -> dict[str, set[str]]:
     pool: dict[str, set[str]] = {k: {v.casefold() for v in vs} for k, vs in d.attributes.items()}
     for k, v in option.items():
         pool.setdefault(k, set()).add(v.casefold())
@@ -148,7 +148,7 @@ def _meets(text: str, key: str, wanted: str, have: set[str]) -> bool:
 
 def check(
     item: ItemNeed,
-    d: Details,
+    d: ProductDetails,
     pairs: dict[str, str],
     *,
     wanted_title: Wanted | None = None,
@@ -203,7 +203,7 @@ def check(
 
 def check_all(
     item: ItemNeed,
-    viewed: list[Details],
+    viewed: list[ProductDetails],
     *,
     wanted_title: Wanted | None = None,
     must_mention: str | None = None,

@@ -13,10 +13,10 @@ import re
 from collections import Counter
 
 from shopbench.agents.reference.checks import KNOWLEDGE_TITLE_OK
-from shopbench.agents.reference.observations import WebPage
 from shopbench.agents.reference.prose import listing, short_title
 from shopbench.agents.reference.script import Step
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
+from shopbench.env.results import WebResult
 
 MAX_ANSWERS = 3
 _WORD = re.compile(r"[^\W_]+")
@@ -76,7 +76,7 @@ def asks_material(question: str) -> bool:
 
 
 def answer_candidates(
-    pages: list[WebPage], question: str, limit: int = MAX_ANSWERS
+    pages: list[WebResult], question: str, limit: int = MAX_ANSWERS
 ) -> list[tuple[str, str]]:
     """What the results state in answer to `question`, best first, each with the sentence
     that states it: a material ("made with X") for a material question, else a name."""
@@ -91,7 +91,7 @@ def _given(question: str) -> set[str]:
     return {w for w in words[1:] if w[:1].isupper() or w.isdigit()} - {"I"}
 
 
-def confirms(pages: list[WebPage], name: str, question: str) -> str | None:
+def confirms(pages: list[WebResult], name: str, question: str) -> str | None:
     """The sentence showing that `name` has the year the question gives, else None, where
     the page about `name` (its title) also states every name the question gives (the
     city), or one sentence states the name, the year and those names together."""
@@ -109,7 +109,7 @@ def confirms(pages: list[WebPage], name: str, question: str) -> str | None:
     return None
 
 
-def _materials(pages: list[WebPage], question: str) -> list[tuple[str, str]]:
+def _materials(pages: list[WebResult], question: str) -> list[tuple[str, str]]:
     """Materials stated on the pages about what the question names: sentences that say
     "made with X" on pages sharing the most words with the question, earlier pages first."""
     asked = _words(question)
@@ -129,7 +129,7 @@ def _materials(pages: list[WebPage], question: str) -> list[tuple[str, str]]:
     return [(n, where[n]) for n in ranked]
 
 
-def _names(pages: list[WebPage], question: str) -> list[tuple[str, str]]:
+def _names(pages: list[WebResult], question: str) -> list[tuple[str, str]]:
     """Names the results state in answer to `question`.
 
     A name counts when its sentence shares words with the question, the question does not
@@ -223,7 +223,7 @@ def knowledge_moves(s: Session) -> Moves:
     return [best], False
 
 
-def _settle_by_year(s: Session, pages: list[WebPage], question: str) -> Moves:
+def _settle_by_year(s: Session, pages: list[WebResult], question: str) -> Moves:
     """Answers whose founding year is confirmed, looking candidates up one by one when the
     first results only list them (a city's page names its brands, not their years)."""
     candidates = answer_candidates(pages, question, limit=MAX_LOOKUPS + 2)

@@ -15,11 +15,11 @@ import itertools
 from dataclasses import dataclass
 
 from shopbench.agents.reference.checks import Check, check_all, closeness, worth_opening
-from shopbench.agents.reference.observations import Details, Hit
 from shopbench.agents.reference.prose import listing, money, short_title
 from shopbench.agents.reference.query_reading import VoucherNeed
 from shopbench.agents.reference.script import Step
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
+from shopbench.env.results import ProductDetails, ProductHit
 
 MAX_SHOP_TRIES = 8
 COMBO_WIDTH = 6  # satisfying candidates per item tried in combinations
@@ -44,10 +44,10 @@ class _Items:
     def __init__(self, s: Session) -> None:
         self.s = s
         self.items = s.reading.items
-        self.viewed: list[dict[str, Details]] = [{} for _ in self.items]
+        self.viewed: list[dict[str, ProductDetails]] = [{} for _ in self.items]
         self.checks: list[list[Check]] = [[] for _ in self.items]
 
-    def add(self, i: int, details: list[Details]) -> None:
+    def add(self, i: int, details: list[ProductDetails]) -> None:
         for d in details:
             self.viewed[i][d.product_id] = d
         self.checks[i] = check_all(self.items[i], list(self.viewed[i].values()))
@@ -57,7 +57,7 @@ class _Items:
             c for c in self.checks[i] if c.ok and (shop is None or c.details.shop_id == shop)
         ]
 
-    def to_view(self, i: int, hits: list[Hit], n: int) -> list[str]:
+    def to_view(self, i: int, hits: list[ProductHit], n: int) -> list[str]:
         wanted = self.items[i].phrase
         fresh = [h for h in hits if h.product_id not in self.viewed[i]]
         fresh.sort(key=lambda h: closeness(wanted, h.title), reverse=True)
@@ -256,7 +256,7 @@ def _anchor(its: _Items) -> int:
     return min(range(len(its.items)), key=key)
 
 
-def _shops_to_try(its: _Items, anchor: int, hits: list[Hit]) -> list[str]:
+def _shops_to_try(its: _Items, anchor: int, hits: list[ProductHit]) -> list[str]:
     shops: list[str] = []
     for c in its.ok(anchor):
         if c.details.shop_id not in shops:

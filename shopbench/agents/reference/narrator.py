@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 
-from shopbench.agents.reference.observations import CallResult, Hit
+from shopbench.agents.reference.observations import CallResult
 from shopbench.agents.reference.prose import Writer, listing, money, short_title
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.env.results import ProductHit
 
 QUERY_WORDS = 8
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
@@ -31,7 +32,7 @@ class NarratorPolicy(ScriptedPolicy):
     name = "narrator"
     quoting = False
 
-    def _quote(self, w: Writer, hits: list[Hit]) -> str:
+    def _quote(self, w: Writer, hits: list[ProductHit]) -> str:
         if not self.quoting or not hits:
             return ""
         shown = listing(

@@ -3,7 +3,8 @@
 A reference policy keeps no memory between turns: every turn it reads the whole
 conversation again, exactly what a model would be shown. This module turns that message
 list into typed records — the first user message, and per earlier assistant turn the calls
-it made and what each returned (search hits, product details, web pages, or an error).
+it made and what each returned (search hits, product details, web pages, or an error), read
+with the environment's own result models (:mod:`shopbench.env.results`).
 """
 
 from __future__ import annotations
@@ -15,46 +16,18 @@ from functools import lru_cache
 from typing import Any
 
 from shopbench.chat import ChatMessage
+from shopbench.env.results import (
+    ProductDetails,
+    ProductHit,
+    WebResult,
+    parse_product_details,
+    parse_search_results,
+    parse_web_results,
+)
 
 DEFAULT_MAX_TURNS = 30
 # The system prompt states the episode's turn budget ("at most 30 turns").
 _TURN_BUDGET = re.compile(r"at most (\d+) turns")
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One find_product result."""
-
-    product_id: str
-    shop_id: str
-    title: str
-    price: float
-    service: tuple[str, ...]
-    sold_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class Details:
-    """One view_product_information result."""
-
-    product_id: str
-    shop_id: str
-    title: str
-    price: float
-    service: tuple[str, ...]
-    short_description: str
-    description: str
-    sku_options: dict[str, dict[str, str]]
-    attributes: dict[str, list[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class WebPage:
-    """One web_search result."""
-
-    url: str
-    title: str
-    content: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +38,9 @@ class CallResult:
     arguments: dict[str, Any]
     text: str
     error: str | None = None
-    hits: tuple[Hit, ...] = ()
-    details: tuple[Details, ...] = ()
-    pages: tuple[WebPage, ...] = ()
+    hits: tuple[ProductHit, ...] = ()
+    details: tuple[ProductDetails, ...] = ()
+    pages: tuple[WebResult, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -128,90 +101,43 @@ def _result(name: str, arguments: str, text: str) -> CallResult:
     args = _arguments(arguments)
     if text.startswith("Error:"):
         return CallResult(name=name, arguments=args, text=text, error=text[6:].strip())
-    data = _json(text)
-    if name == "find_product" and isinstance(data, list):
+    if name == "find_product":
         return CallResult(name=name, arguments=args, text=text, hits=_hits(text))
-    if name == "view_product_information" and isinstance(data, list):
+    if name == "view_product_information":
         return CallResult(name=name, arguments=args, text=text, details=_details(text))
-    if name == "web_search" and isinstance(data, list):
+    if name == "web_search":
         return CallResult(name=name, arguments=args, text=text, pages=_pages(text))
     return CallResult(name=name, arguments=args, text=text)
 
 
 # Parsing is cached by text: a policy re-reads the same observations on every turn.
 @lru_cache(maxsize=4096)
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-
-
-@lru_cache(maxsize=4096)
 def _arguments(text: str) -> dict[str, Any]:
-    value = _json(text)
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return {}
     return dict(value) if isinstance(value, dict) else {}
 
 
-def _float(x: Any) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return 0.0
+@lru_cache(maxsize=2048)
+def _hits(text: str) -> tuple[ProductHit, ...]:
+    return tuple(parse_search_results(text))
 
 
 @lru_cache(maxsize=2048)
-def _hits(text: str) -> tuple[Hit, ...]:
-    out: list[Hit] = []
-    for h in _json(text) or []:
-        if isinstance(h, dict) and isinstance(h.get("product_id"), str):
-            out.append(
-                Hit(
-                    product_id=h["product_id"],
-                    shop_id=str(h.get("shop_id", "")),
-                    title=str(h.get("title", "")),
-                    price=_float(h.get("price")),
-                    service=tuple(h.get("service") or ()),
-                    sold_count=int(_float(h.get("sold_count"))),
-                )
-            )
-    return tuple(out)
-
-
-@lru_cache(maxsize=2048)
-def _details(text: str) -> tuple[Details, ...]:
-    out: list[Details] = []
-    for d in _json(text) or []:
-        if isinstance(d, dict) and isinstance(d.get("product_id"), str):
-            out.append(
-                Details(
-                    product_id=d["product_id"],
-                    shop_id=str(d.get("shop_id", "")),
-                    title=str(d.get("title", "")),
-                    price=_float(d.get("price")),
-                    service=tuple(d.get("service") or ()),
-                    short_description=str(d.get("short_description", "")),
-                    description=str(d.get("description", "")),
-                    sku_options=d.get("sku_options") or {},
-                    attributes=d.get("attributes") or {},
-                )
-            )
-    return tuple(out)
+def _details(text: str) -> tuple[ProductDetails, ...]:
+    return tuple(parse_product_details(text))
 
 
 @lru_cache(maxsize=1024)
-def _pages(text: str) -> tuple[WebPage, ...]:
-    return tuple(
-        WebPage(url=str(p.get("url", "")), title=str(p.get("title", "")),
-                content=str(p.get("content", "")))
-        for p in _json(text) or []
-        if isinstance(p, dict)
-    )
+def _pages(text: str) -> tuple[WebResult, ...]:
+    return tuple(parse_web_results(text))
 
 
-def all_hits(turns: list[list[CallResult]]) -> list[Hit]:
+def all_hits(turns: list[list[CallResult]]) -> list[ProductHit]:
     """Every search hit shown so far, first showing first, each product once."""
-    seen: dict[str, Hit] = {}
+    seen: dict[str, ProductHit] = {}
     for turn in turns:
         for r in turn:
             for h in r.hits:
@@ -219,9 +145,9 @@ def all_hits(turns: list[list[CallResult]]) -> list[Hit]:
     return list(seen.values())
 
 
-def all_details(turns: list[list[CallResult]]) -> dict[str, Details]:
+def all_details(turns: list[list[CallResult]]) -> dict[str, ProductDetails]:
     """Every product viewed so far, by product_id."""
-    out: dict[str, Details] = {}
+    out: dict[str, ProductDetails] = {}
     for turn in turns:
         for r in turn:
             for d in r.details:

@@ -27,7 +27,6 @@ from shopbench.agents.reference.checks import (
     worth_opening,
 )
 from shopbench.agents.reference.knowledge import answer_candidates
-from shopbench.agents.reference.observations import Details, WebPage
 from shopbench.agents.reference.prose import Writer, listing, money, short_title
 from shopbench.agents.reference.query_reading import (
     ItemNeed,
@@ -37,6 +36,7 @@ from shopbench.agents.reference.query_reading import (
 )
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.catalog.schema import Product
+from shopbench.env.results import ProductDetails, WebResult
 
 if TYPE_CHECKING:
     from shopbench.catalog.store import Catalog
@@ -47,9 +47,9 @@ COMBO_WIDTH = 6
 _WORD = re.compile(r"[^\W_]+")
 
 
-def _details(p: Product) -> Details:
+def _details(p: Product) -> ProductDetails:
     """A catalog product as the details view shows it (catalog ids, not tokens)."""
-    return Details(
+    return ProductDetails(
         product_id=p.product_id,
         shop_id=p.shop_id,
         title=p.title,
@@ -67,7 +67,7 @@ class OfflineSolver:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self._pages: list[tuple[frozenset[str], WebPage]] | None = None
+        self._pages: list[tuple[frozenset[str], WebResult]] | None = None
 
     def candidates(
         self, item: ItemNeed, *, name: str | None = None
@@ -96,7 +96,7 @@ class OfflineSolver:
         if self._pages is None:
             self._pages = [
                 (frozenset(w.casefold() for w in _WORD.findall(f"{p.title} {p.text}")),
-                 WebPage(url=p.page_id, title=p.title, content=p.text))
+                 WebResult(url=p.page_id, title=p.title, content=p.text))
                 for p in self.catalog.knowledge()
             ]
         asked = {w.casefold() for w in _WORD.findall(question)}

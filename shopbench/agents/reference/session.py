@@ -22,7 +22,7 @@ from shopbench.agents.reference.checks import (
     closeness,
     worth_opening,
 )
-from shopbench.agents.reference.observations import CallResult, Details, Hit
+from shopbench.agents.reference.observations import CallResult
 from shopbench.agents.reference.prose import (
     Writer,
     listing,
@@ -37,6 +37,7 @@ from shopbench.agents.reference.query_reading import (
     read_services,
 )
 from shopbench.agents.reference.script import Context, Step
+from shopbench.env.results import ProductDetails, ProductHit
 
 MAX_PAGES = 5
 VIEW_BATCH = 10
@@ -92,8 +93,8 @@ class Session:
         self.turns = 0
         self.note = ""  # reasoning carried into the next turn (what the last results showed)
         self.brief = ""  # the terse shopper's clause about the last results
-        self.viewed: dict[str, Details] = {}
-        self.hits: dict[str, Hit] = {}
+        self.viewed: dict[str, ProductDetails] = {}
+        self.hits: dict[str, ProductHit] = {}
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -167,7 +168,7 @@ class Session:
             text += " that is " + listing([*needs, *(f'"{c}"' for c in extra)])
         return text
 
-    def describe_hits(self, hits: list[Hit], wanted: Wanted, n: int = 3) -> str:
+    def describe_hits(self, hits: list[ProductHit], wanted: Wanted, n: int = 3) -> str:
         """The closest hits of a page, with their prices."""
         ranked = sorted(hits, key=lambda h: closeness(wanted, h.title), reverse=True)[:n]
         shown = [f'"{short_title(h.title)}" at {money(h.price)}' for h in ranked]
@@ -258,7 +259,7 @@ class Session:
         :class:`Found` with the first product meeting every requirement (or the closest)."""
         query = q or self.words_for(item)
         wanted = wanted_title or item.phrase
-        mine: dict[str, Details] = {}
+        mine: dict[str, ProductDetails] = {}
         checks: list[Check] = []
         reformulated = False
         page = 1

@@ -1,5 +1,6 @@
 """What the agent has been shown so far in an episode, built from trusted observations.
 
+Observations are read with the environment's result models (:mod:`shopbench.env.results`).
 Products (title, price, when their details were opened, their attribute values), shops,
 prices, the words of every observation (tokenized only on demand) and an index from runs
 of title words to the products whose titles contain them.
@@ -8,11 +9,9 @@ of title words to the products whose titles contain them.
 from __future__ import annotations
 
 import bisect
-import json
-import math
 from functools import lru_cache
-from typing import Any
 
+from shopbench.env.results import ProductDetails, parse_product_details, parse_search_results
 from shopbench.judging.rubric.facts import CallFacts, EvidenceRules, Shown
 from shopbench.judging.rubric.grounding import fold, words
 
@@ -107,66 +106,31 @@ def near(ordered: list[float], value: float, tolerance: float) -> bool:
     return i < len(ordered) and ordered[i] <= value * (1 + tolerance) + 1e-9
 
 
-def _float(x: Any) -> float | None:
-    """A finite number, or None."""
-    if isinstance(x, bool):
-        return None
-    try:
-        value = float(x) if isinstance(x, int | float) else float(str(x))
-    except (ValueError, OverflowError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _json_list(text: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return []
-    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
-
-
 def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
     """Add one trusted observation to what the agent knows, and record what it showed."""
     know.add_text(content)
     if call.error is not None:
         return
     if call.name == "find_product":
-        for h in _json_list(content):
-            token = str(h.get("product_id", ""))
-            if not token:
-                continue
-            know.add_product(token, str(h.get("title", "")), _float(h.get("price")),
-                             str(h.get("shop_id", "")))
-            call.shown.append(token)
+        for h in parse_search_results(content):
+            know.add_product(h.product_id, h.title, h.price, h.shop_id)
+            call.shown.append(h.product_id)
         call.empty = not call.shown
     elif call.name == "view_product_information":
-        for d in _json_list(content):
-            token = str(d.get("product_id", ""))
-            if not token:
-                continue
-            shown = know.add_product(token, str(d.get("title", "")), _float(d.get("price")),
-                                     str(d.get("shop_id", "")))
+        for d in parse_product_details(content):
+            shown = know.add_product(d.product_id, d.title, d.price, d.shop_id)
             if shown.viewed_turn is None:
                 shown.viewed_turn = turn
                 shown.values = _values(d)
                 for v in shown.values:
                     know.values.setdefault(v.split(" ", 1)[0], set()).add(v)
-            call.shown.append(token)
+            call.shown.append(d.product_id)
 
 
-def _values(details: dict[str, Any]) -> tuple[str, ...]:
+def _values(details: ProductDetails) -> tuple[str, ...]:
     """The folded attribute and SKU option values of a product's details."""
-    raw: list[str] = []
-    attrs = details.get("attributes")
-    if isinstance(attrs, dict):
-        for vs in attrs.values():
-            raw.extend(str(v) for v in (vs if isinstance(vs, list) else [vs]))
-    skus = details.get("sku_options")
-    if isinstance(skus, dict):
-        for option in skus.values():
-            if isinstance(option, dict):
-                raw.extend(str(v) for v in option.values())
+    raw = [v for vs in details.attributes.values() for v in vs]
+    raw += [v for option in details.sku_options.values() for v in option.values()]
     return tuple({v for v in map(_value_text, raw) if len(v) >= 3})
 
 
