@@ -80,7 +80,7 @@ class _OneReply:
         return AssistantMessage(tool_calls=[call])
 
 
-def test_multibyte_arguments_over_4_kb_are_refused_and_stored_cut_at_a_byte_bound(
+def test_multibyte_arguments_over_4_kb_are_refused_and_recorded_cut_at_a_byte_bound(
     catalog: Any,
 ) -> None:
     p = next(iter(catalog.iter_products(batch_size=10)))[0]
@@ -97,4 +97,7 @@ def test_multibyte_arguments_over_4_kb_are_refused_and_stored_cut_at_a_byte_boun
     assert arguments.startswith(stored)
     assert MAX_ARGUMENTS_BYTES - 3 < len(stored.encode("utf-8")) <= MAX_ARGUMENTS_BYTES
     assert t.tool_log[0].error == "bad_argument"
+    logged = t.tool_log[0].arguments  # the validator's own log cuts at the same byte bound
+    assert isinstance(logged, str) and logged.endswith("...")
+    assert arguments.startswith(logged[:-3]) and logged[:-3] == stored
     assert "longer than the limit of 4096 bytes" in (t.messages[3].content or "")

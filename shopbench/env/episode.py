@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.chat import EpisodeLimits
+from shopbench.chat import EpisodeLimits, cut_utf8, utf8_size
 from shopbench.env.errors import (
     ArgumentError,
     EpisodeOverError,
@@ -270,15 +270,16 @@ class Episode:
 
 
 def _loggable(arguments: Any, cap: int) -> dict[str, Any] | str:
-    """The arguments as they may be stored in the log: a small dict as is, else bounded text."""
+    """The arguments as they may be stored in the log: a small dict as is, else text cut to
+    `cap` UTF-8 bytes (marked with an ellipsis when cut)."""
     if isinstance(arguments, dict):
         try:
             text = json.dumps(arguments, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             return f"<{len(arguments)} unserialisable arguments>"
         if not all(isinstance(k, str) for k in arguments):
-            return text[:cap]
-        return arguments if len(text.encode("utf-8")) <= cap else text[:cap] + "..."
+            return cut_utf8(text, cap)
+        return arguments if utf8_size(text) <= cap else cut_utf8(text, cap) + "..."
     if isinstance(arguments, str):
-        return arguments if len(arguments) <= cap else arguments[:cap] + "..."
-    return "" if arguments is None else repr(arguments)[:cap]
+        return arguments if utf8_size(arguments) <= cap else cut_utf8(arguments, cap) + "..."
+    return "" if arguments is None else cut_utf8(repr(arguments), cap)
