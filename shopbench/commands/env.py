@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+if TYPE_CHECKING:
+    from shopbench.tasks.model import Task
+    from shopbench.trajectory.record import Trajectory
+
 HISTORY_NAME = ".shopbench_play_history"
+EXAMPLE_QUERY = "I need a stainless steel water bottle under 500 pesos."
 
 
 def _enable_history() -> None:
@@ -30,6 +38,60 @@ def _enable_history() -> None:
     atexit.register(readline.write_history_file, history)
 
 
+def play_key(seed: int) -> bytes:
+    """The episode key of `shopbench play --seed N`: the same seed replays the same ids."""
+    return hashlib.sha256(f"shopbench-play:{seed}".encode()).digest()
+
+
+def free_task(query: str) -> Task:
+    """A product task made from a typed query (no known target; nothing to grade)."""
+    from shopbench.outcome.spec import Slot
+    from shopbench.tasks.model import Task
+
+    q = query.strip() or EXAMPLE_QUERY
+    digest = hashlib.sha256(q.encode("utf-8")).hexdigest()[:12]
+    return Task(id=f"play-{digest}", intent="product", query=q, reward=[Slot(title=[q])])
+
+
+def task_from_spec(spec: str) -> Task:
+    """The task named by ``FILE:N`` (line N, from 1, of a task file) or ``FILE`` (line 1)."""
+    from shopbench.tasks.io import read_task_at
+
+    path_text, sep, line_text = spec.rpartition(":")
+    if not sep or not line_text.isdigit():
+        path_text, line_text = spec, "1"
+    return read_task_at(path_text, int(line_text))
+
+
+def summary(
+    trajectory: Trajectory,
+    describe: Callable[[str], str | None],
+    *,
+    stopped: bool = False,
+    graded: bool = False,
+) -> str:
+    """The closing report of a played episode, from its record: how it ended, what the
+    recommended tokens stand for, and with `graded` the outcome's verdict."""
+    reason = "stopped by the player" if stopped else trajectory.termination.value
+    played = sum(1 for m in trajectory.messages if m.role == "assistant")
+    lines = [f"episode over: {reason}; {played} turns, {trajectory.tool_calls} calls"]
+    if not trajectory.recommended:
+        lines.append("nothing was recommended")
+    for token, catalog_id in zip(
+        trajectory.recommended, trajectory.recommended_ids, strict=True
+    ):
+        name = describe(catalog_id) if catalog_id else None
+        lines.append(
+            f"recommended {token} = catalog product {catalog_id}" + (f": {name}" if name else "")
+        )
+    if graded:
+        outcome = trajectory.outcome
+        scores = ", ".join(f"{s:.2f}" for s in outcome.rule_scores)
+        verdict = "success" if outcome.success else f"failure ({outcome.reason})"
+        lines.append(f"graded: {verdict}; rule scores [{scores}]")
+    return "\n".join(lines)
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `play` to the root app and `env` to the bench group."""
 
@@ -45,22 +107,22 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         seed: int | None = typer.Option(
             None, "--seed", help="fix the episode key, so the same ids come back (else random)"
         ),
+        out: Path | None = typer.Option(
+            None, "--out", help="append the episode's trajectory to this JSONL file "
+            "(read by `shopbench judge show`)"
+        ),
     ) -> None:
         """Play an episode at a prompt, seeing exactly what an agent would see."""
+        import asyncio
+
+        from shopbench.agents.human import HUMAN_TURN_TIMEOUT_S, HumanPolicy
         from shopbench.env.env import ShoppingEnv
-        from shopbench.env.play import (
-            EXAMPLE_QUERY,
-            free_task,
-            load_task,
-            outcome_line,
-            play,
-            play_key,
-        )
+        from shopbench.trajectory.loop import RunLimits, run_episode
 
         env = ShoppingEnv.open(catalog)
         _enable_history()
         if task is not None:
-            chosen = load_task(task)
+            chosen = task_from_spec(task)
         else:
             if query is None:
                 try:
@@ -68,15 +130,27 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
                 except EOFError:
                     query = ""
             chosen = free_task(query)
-        episode = env.new_episode(chosen, key=None if seed is None else play_key(seed))
+        policy = HumanPolicy(
+            input, print, intent=chosen.intent, prompt_version=env.prompt_version,
+            max_turns=env.limits.max_turns,
+        )
+        trajectory = asyncio.run(
+            run_episode(
+                env, chosen, policy, RunLimits(turn_timeout_s=HUMAN_TURN_TIMEOUT_S),
+                key=None if seed is None else play_key(seed),
+            )
+        )
+        policy.show(trajectory.messages)  # what the last turn's calls answered
 
         def describe(catalog_id: str) -> str | None:
             product = env.catalog.get([catalog_id])[0]
             return f"{product.title} ({product.price:g} pesos)" if product else None
 
-        # A task from a file has a known answer: grade the recommendation at the end.
-        verdict = (lambda ep: outcome_line(chosen, ep, env.catalog.get)) if task else None
-        play(episode, input, print, describe=describe, verdict=verdict)
+        # A task from a file has a known answer: its verdict closes the report.
+        print(summary(trajectory, describe, stopped=policy.quit, graded=task is not None))
+        if out is not None:
+            _append(out, trajectory)
+            print(f"wrote the trajectory to {out}")
 
     @bench_app.command("env")
     def bench_env(
@@ -90,3 +164,16 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
         result = run(catalog, episodes=episodes, seed=seed)
         print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+
+def _append(path: Path, trajectory: Trajectory) -> None:
+    """Add `trajectory` as one JSON line to `path`, the line format `read_trajectories`
+    reads; ShopbenchError naming the file when it cannot be written."""
+    from shopbench.errors import ShopbenchError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8", newline="\n") as f:
+            f.write(trajectory.model_dump_json() + "\n")
+    except OSError as e:
+        raise ShopbenchError(f"{path}: cannot write the trajectory ({e.strerror or e})") from None

@@ -139,3 +139,32 @@ def write_tasks(path: str | Path, tasks: Iterable[Task], fmt: TaskFormat = "shop
     except OSError as e:
         raise TaskError(f"{p}: cannot write task file ({e.strerror})") from None
     return len(lines)
+
+
+def read_task_at(path: str | Path, line: int) -> Task:
+    """The task on line `line` (from 1) of a task file in either format.
+
+    TaskError names the file and line when the file is missing, the line is out of range,
+    blank, or not a valid task.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TaskError(f"{p}: task file not found")
+    if line < 1:
+        raise TaskError(f"{p}:{line}: line numbers start at 1")
+    try:
+        with p.open("rb") as handle:
+            for lineno, raw in enumerate(handle, start=1):
+                if lineno < line:
+                    continue
+                if not raw.strip():
+                    raise TaskError(f"{p}:{line}: blank line, no task")
+                try:
+                    return parse_task_line(raw.decode("utf-8"))
+                except UnicodeDecodeError as e:
+                    raise TaskError(f"{p}:{line}: not UTF-8 text (byte {e.start})") from None
+                except TaskError as e:
+                    raise TaskError(f"{p}:{line}: not a task ({e})") from None
+    except OSError as e:
+        raise TaskError(f"{p}: cannot read task file ({e.strerror})") from None
+    raise TaskError(f"{p}: has no line {line}")
