@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; shopbench errors become a one-line message and exit status 2, usage
     errors click's own message and status."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except ShopbenchError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(e.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):
         raise SystemExit(130) from None
+    # Outside standalone mode an interrupted prompt comes back as its exit status, not raised.
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":
