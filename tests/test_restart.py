@@ -51,15 +51,22 @@ def _child(state_dir: Path, rounds: int) -> None:
     validator = LocalWallet.derive("restart-validator")
 
     class Slow:
-        """A careful agent that takes a moment per turn, so rounds last long enough."""
+        """A careful agent for its first round (4 episodes); from its fifth episode on it
+        answers a first turn only after 30 s, three times the validator's turn timeout, so
+        no later round of this process ends before the test has killed it (the careful
+        miner's episodes of that round are archived within a fraction of a second)."""
 
         name = "slow-careful"
 
         def __init__(self) -> None:
             self.inner = make_policy("careful", seed=3)
+            self.episodes = 0
 
         async def act(self, messages: Any, tools: Any) -> Any:
-            await asyncio.sleep(0.05)
+            if not any(m.role == "assistant" for m in messages):
+                self.episodes += 1
+                if self.episodes > 4:
+                    await asyncio.sleep(30)
             return await self.inner.act(messages, tools)
 
     substrate = MemorySubstrate()

@@ -201,14 +201,18 @@ def test_a_slow_policy_times_out_and_the_limits_decide_how_often(
 
 
 def test_the_episode_deadline_bounds_the_whole_episode(env: ShoppingEnv, task: Task) -> None:
-    async def slowish() -> Any:
-        await asyncio.sleep(0.03)
-        return reply(call("find_product", {"q": "bag", "page": 1}))
+    async def hang() -> Any:
+        await asyncio.sleep(10)
 
-    limits = RunLimits(turn_timeout_s=10, episode_timeout_s=0.1, max_policy_failures=5)
-    t = play(env, task, Stub(slowish), limits)
+    # Two quick turns, then a reply that would take 10 s: the turn timeout would wait for it,
+    # the episode's 0.5 s budget does not (a margin no loaded machine eats: the quick turns
+    # take milliseconds, the hang 20 times the budget).
+    search = reply(call("find_product", {"q": "bag", "page": 1}))
+    limits = RunLimits(turn_timeout_s=30, episode_timeout_s=0.5, max_policy_failures=5)
+    t = play(env, task, Stub(search, search, hang), limits)
     assert t.termination is TerminationReason.deadline
-    assert 2 <= t.turns <= 5 and t.failures[-1].kind == "deadline"
+    assert t.turns == 3 and [(f.turn, f.kind) for f in t.failures] == [(3, "deadline")]
+    assert "the episode's 0.5 s budget ran out" in (t.termination_detail or "")
 
 
 @pytest.mark.parametrize(
