@@ -9,20 +9,14 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+from shopbench.scoring.consensus import ConsensusConfig
 from template.arena_miners import ArenaError
-from template.base.config import ConsensusConfig
 
-DEFAULT_POLICIES: tuple[str, ...] = (
-    "careful",
-    "greedy",
-    "narrator",
-    "random",
-    "trial_and_error",
-    "narrator_quoting",
-    "guesser",
-    "careful_terse",
-)
-"""The reference policies the miners play, in uid order (cycled past eight)."""
+DEFAULT_POLICIES: tuple[str, ...] = kinds_in_turn(SERVABLE_POLICIES)
+"""The reference policies the miners play, in uid order (cycled past their number): every
+one a miner can serve, the kinds taking turns, so even a three-miner arena has an honest,
+a careless and a dishonest miner."""
 
 
 class AddedMiner(BaseModel):
@@ -114,12 +108,11 @@ class ArenaConfig(BaseModel):
     @field_validator("policies")
     @classmethod
     def _reference(cls, names: list[str]) -> list[str]:
-        from shopbench.agents.registry import POLICY_NAMES
-
-        allowed = [p for p in POLICY_NAMES if p != "offline"]  # offline needs the catalog
         for name in names:
-            if name not in allowed:
-                raise ValueError(f"unknown policy {name!r}; allowed: {', '.join(allowed)}")
+            if name not in SERVABLE_POLICIES:
+                raise ValueError(
+                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)}"
+                )
         return names
 
     def catalog_dir(self) -> Path:

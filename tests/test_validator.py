@@ -22,10 +22,13 @@ from bittensor.intents.weights import normalize
 from shopbench.agents.registry import make_policy
 from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.signing import verify_trajectory
+from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.scoring.combine import Judgement
+from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.scoring.round import score_round
 from template.base.clock import ClockError, check_clock
 from template.base.config import (
     ClockConfig,
-    ConsensusConfig,
     ValidatorConfig,
     ValidatorNeuronConfig,
     miner_config,
@@ -194,6 +197,13 @@ def test_every_miner_plays_the_same_tasks_and_scores_rank_the_policies(
         assert verify_trajectory(t, HotkeyVerifier())
     for uid in uids.values():
         assert sorted(tasks_of[uid]) == sorted(result.task_ids)
+        # The archived scores are score_round's, under the release's consensus bundle.
+        mine = [t for t in archived if t.miner_uid == uid]
+        judged = [Judgement(rubric=RubricJudge().judge(t)) for t in mine]
+        again = score_round(str(uid), mine, judged, ConsensusConfig())
+        assert [t.score for t in again.trajectories] == [t.score for t in mine]
+        assert [t.judge for t in again.trajectories] == [t.judge for t in mine]
+        assert again.template.factor == by_uid[uid].template_factor
     assert by_uid[uids["careful"]].score > by_uid[uids["greedy"]].score
     assert by_uid[uids["greedy"]].score > by_uid[uids["guesser"]].score
     assert by_uid[uids["guesser"]].asr == 0.0 and by_uid[uids["careful"]].asr > 0.5
@@ -569,11 +579,46 @@ def test_validator_metrics_are_served_over_http() -> None:
     assert "shopbench_validator_turns_total 3.0" in text
 
 
-def test_the_episode_id_sent_to_the_miner_is_the_archived_one(catalog_dir: Path) -> None:
-    from shopbench.env.env import ShoppingEnv
-    from shopbench.tasks.generate import BuildConfig, build_tasks
-    from template.base.round import episode_id_of
+def recording(app: Any, seen: list[str]) -> Callable[..., Any]:
+    """`app` behind a tap that keeps the ``episode_id`` of every ``POST /step`` body."""
 
-    task = build_tasks(BuildConfig(catalog=catalog_dir, intents=["product"], n=1, seed=3)).tasks[0]
-    key = bytes(range(32))
-    assert episode_id_of(key) == ShoppingEnv.open(catalog_dir).new_episode(task, key=key).id
+    async def tapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/step":
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        seen.append(json.loads(body)["episode_id"])
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return tapped
+
+
+def test_the_episode_id_sent_to_the_miner_is_the_archived_one(
+    catalog_dir: Path, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    app = recording(reference_app("careful", "test-miner-recorded"), seen)
+    with BackgroundServer(app) as server:
+        subnet = Subnet()
+        subnet.add_miner(LocalWallet.derive("test-miner-recorded"), server.url)
+        result = one_round(make_validator(subnet, tmp_path, catalog_dir))
+    archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
+    assert len(archived) == result.archived == 4
+    ids = {t.episode_id for t in archived}
+    assert len(ids) == 4  # one fresh key per episode
+    assert set(seen) == ids  # every turn of every episode named its archived id
+    assert len(seen) == sum(t.turns for t in archived)

@@ -1,16 +1,34 @@
 """Policies by name: ``careful``, ``greedy``, ``offline``, ``openai:MODEL@URL`` and the rest.
 
 :func:`make_policy` is how the CLI, the evaluation harness and the arena turn a policy spec
-into an object. Reference policy names are listed in :data:`POLICY_NAMES`; an
-OpenAI-compatible endpoint is ``openai:MODEL@URL`` with URL the API root (``.../v1``), e.g.
+into an object. The reference policies are :data:`REFERENCE_POLICIES` (name → class); every
+listing of their names (:data:`POLICY_NAMES`, help texts, the arena's miners, the benches,
+calibration's honest and dishonest groups) is derived from it. An OpenAI-compatible
+endpoint is ``openai:MODEL@URL`` with URL the API root (``.../v1``), e.g.
 ``openai:Qwen/Qwen3-4B@http://localhost:8000/v1``. The endpoint's API key, if it needs one,
 comes from the ``SHOPBENCH_OPENAI_API_KEY`` (else ``OPENAI_API_KEY``) environment variable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from itertools import chain, zip_longest
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from shopbench.agents.reference import (
+    SCRIPTED,
+    CarefulPolicy,
+    CarefulTersePolicy,
+    GreedyPolicy,
+    GuesserPolicy,
+    NarratorPolicy,
+    NarratorQuotingPolicy,
+    OfflinePolicy,
+    RandomPolicy,
+    ScriptedPolicy,
+    TrialAndErrorPolicy,
+)
 from shopbench.errors import ShopbenchError
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
 
@@ -18,22 +36,61 @@ if TYPE_CHECKING:
     from shopbench.agents.base import Policy
     from shopbench.catalog.store import Catalog
 
-POLICY_NAMES: tuple[str, ...] = (
-    "careful",
-    "careful_terse",
-    "trial_and_error",
-    "greedy",
-    "narrator",
-    "narrator_quoting",
-    "offline",
-    "guesser",
-    "random",
-)
+REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
+    p.name: p
+    for p in (
+        CarefulPolicy,
+        CarefulTersePolicy,
+        TrialAndErrorPolicy,
+        GreedyPolicy,
+        NarratorPolicy,
+        NarratorQuotingPolicy,
+        OfflinePolicy,
+        GuesserPolicy,
+        RandomPolicy,
+    )
+})
+"""Every reference policy by name, in the order listings show them."""
+POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
+"""The reference policy names."""
+CATALOG_POLICIES: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n not in SCRIPTED)
+"""Reference policies built with the catalog (they solve tasks on their own copy of it)."""
+SERVABLE_POLICIES: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n in SCRIPTED)
+"""Reference policies made from a seed alone, so that a miner can serve them."""
 API_KEY_VARIABLES = ("SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
 
 
 class PolicySpecError(ShopbenchError):
     """A policy spec names no known policy, or an OpenAI spec is malformed."""
+
+
+def policy_choices() -> str:
+    """The policy specs :func:`make_policy` accepts, as a help text lists them."""
+    return f"{', '.join(POLICY_NAMES)}, or openai:MODEL@URL"
+
+
+def honesty(spec: str) -> bool | None:
+    """Whether the policy `spec` names shops honestly (True), imitates shopping (False), or
+    is neither (None: careless or random reference policies, and any model endpoint)."""
+    policy_class = REFERENCE_POLICIES.get(spec.strip())
+    return None if policy_class is None else policy_class.honest
+
+
+def honest_policies() -> tuple[str, ...]:
+    """The reference policies that shop honestly: a judge must score them high."""
+    return tuple(n for n, p in REFERENCE_POLICIES.items() if p.honest is True)
+
+
+def dishonest_policies() -> tuple[str, ...]:
+    """The reference policies that imitate shopping: a judge must score them low."""
+    return tuple(n for n, p in REFERENCE_POLICIES.items() if p.honest is False)
+
+
+def kinds_in_turn(names: Sequence[str]) -> tuple[str, ...]:
+    """`names` reordered so that honest ones, neither ones and dishonest ones take turns
+    (each kind keeping its order): the first three of a mixed list cover every kind."""
+    kinds = [[n for n in names if honesty(n) is kind] for kind in (True, None, False)]
+    return tuple(n for n in chain.from_iterable(zip_longest(*kinds)) if n is not None)
 
 
 def parse_openai_spec(spec: str) -> tuple[str, str]:
@@ -49,10 +106,8 @@ def check_spec(spec: str) -> None:
     name = spec.strip()
     if name.startswith(OPENAI_PREFIX):
         parse_openai_spec(name)
-    elif name not in POLICY_NAMES:
-        raise PolicySpecError(
-            f"unknown policy {spec!r}; known: {', '.join(POLICY_NAMES)}, or openai:MODEL@URL"
-        )
+    elif name not in REFERENCE_POLICIES:
+        raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
 
 
 def make_policy(
@@ -75,17 +130,11 @@ def make_policy(
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
     if openai_options:
         raise PolicySpecError(f"policy {spec!r} takes no endpoint options")
-    if name == "offline":
+    if name in CATALOG_POLICIES:
         if catalog is None:
-            raise PolicySpecError("policy 'offline' needs the catalog it solves tasks with")
-        from shopbench.agents.reference.offline import OfflinePolicy
-
+            raise PolicySpecError(f"policy {name!r} needs the catalog it solves tasks with")
         return OfflinePolicy(catalog, seed=seed)
-    from shopbench.agents.reference import SCRIPTED
-
     policy_class = SCRIPTED.get(name)
     if policy_class is None:
-        raise PolicySpecError(
-            f"unknown policy {spec!r}; known: {', '.join(POLICY_NAMES)}, or openai:MODEL@URL"
-        )
+        raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
     return policy_class(seed=seed)

@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `arena` to the root app and `validator` to the bench group."""
@@ -39,8 +41,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             None,
             "--policies",
             help="comma-separated reference policies, cycled over the "
-            "miners (default: careful,greedy,narrator,random,trial_and_error,"
-            "narrator_quoting,guesser,careful_terse)",
+            f"miners (default: {','.join(kinds_in_turn(SERVABLE_POLICIES))})",
         ),  # fmt: skip
         tasks_per_round: int = typer.Option(8, "--tasks", min=1, help="tasks per round"),
         concurrency: int = typer.Option(32, "--concurrency", min=1, help="episodes at once"),
@@ -71,9 +72,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),  # fmt: skip
     ) -> None:
         """Run a whole subnet here: a local chain, miner processes, the real validator."""
+        from shopbench.scoring.consensus import ConsensusConfig
         from template.arena import ArenaConfig, parse_added, run_arena, validator_hotkey
         from template.arena_view import QuietView, RichView
-        from template.base.config import ConsensusConfig
 
         if print_hotkey:
             typer.echo(validator_hotkey())

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from shopbench.agents.registry import policy_choices
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 
 
@@ -39,8 +40,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),
         policy: str = typer.Option(
             ..., "--policy",
-            help="careful, careful_terse, trial_and_error, greedy, narrator, narrator_quoting, "
-            "offline, guesser, random, or openai:MODEL@URL",
+            help=policy_choices(),
         ),
         out: Path = typer.Option(..., "--out", help="directory for trajectories and reports"),
         samples: int = typer.Option(1, "--samples", min=1, help="episodes per task (K of pass@k)"),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from shopbench.agents.registry import POLICY_NAMES
+
 judge_app = typer.Typer(help="Process judges: calibrate, show verdicts.", no_args_is_help=True)
 
 _SHOWN_CHARS = 160  # a rationale is cut to this in the one-line listing
@@ -18,11 +20,17 @@ def calibrate_command(
     tasks: Path = typer.Option(..., "--tasks", help="task file (JSONL)"),
     out: Path = typer.Option(..., "--out", help="directory for report.json, report.md, "
                              "verdicts.jsonl"),
-    judge: str = typer.Option("rubric", "--judge", help="judge name (rubric)"),
-    rubric: Path | None = typer.Option(None, "--rubric", help="rubric file (default: v1)"),
-    policies: str | None = typer.Option(
-        None, "--policies", help="comma-separated reference policies (default: all)"
+    judge: str = typer.Option(
+        "rubric", "--judge", help="rubric, or openai:MODEL@URL: an LLM judge read on every "
+        "episode and combined with the rubric as validators combine them",
+    ),  # fmt: skip
+    rubric: Path | None = typer.Option(
+        None, "--rubric", help="rubric file (default: the release's)"
     ),
+    policies: str | None = typer.Option(
+        None, "--policies", help=f"comma-separated reference policies (default: all: "
+        f"{', '.join(POLICY_NAMES)})",
+    ),  # fmt: skip
     seed: int = typer.Option(0, "--seed", help="seed of the episode keys and the policies"),
     concurrency: int = typer.Option(4, "--concurrency", help="episodes played at once"),
     round_size: int = typer.Option(100, "--round-size", help="tasks per template round"),
@@ -30,19 +38,17 @@ def calibrate_command(
         50, "--injection-sample", help="episodes per policy given each injection"
     ),
 ) -> None:
-    """Play every reference policy on the tasks, judge each episode, write the report."""
+    """Play every reference policy on the tasks, judge and score each episode as validators
+    do, write the report."""
     from pydantic import ValidationError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.calibrate import (
-        CalibrationConfig,
-        CalibrationError,
-        run_calibration,
-        write_report,
-    )
+    from shopbench.evaluate.calibrate import CalibrationConfig, run_calibration
+    from shopbench.evaluate.calibration_report import CalibrationError, write_report
     from shopbench.judging.judge import JudgeError
     from shopbench.judging.registry import JUDGES
+    from shopbench.scoring.consensus import ConsensusConfig
     from shopbench.tasks.io import read_tasks
 
     if judge not in JUDGES and not judge.startswith("openai:"):
@@ -50,9 +56,14 @@ def calibrate_command(
             f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)}, or "
             "openai:MODEL@URL)"
         )
+    llm = judge.startswith("openai:")
     options: dict[str, object] = {
-        "judge": judge, "rubric": rubric, "seed": seed, "concurrency": concurrency,
-        "round_size": round_size, "injection_sample": injection_sample,
+        "llm_judge": judge if llm else None,
+        "consensus": ConsensusConfig(
+            judge="rubric" if llm else judge, rubric=str(rubric) if rubric else None
+        ),
+        "seed": seed, "concurrency": concurrency, "round_size": round_size,
+        "injection_sample": injection_sample,
     }
     if policies is not None:
         options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]

@@ -77,6 +77,12 @@ class ToolCallRecord(BaseModel):
         return hashlib.sha256(self.result.encode("utf-8")).hexdigest()
 
 
+def episode_id(key: bytes) -> str:
+    """The public id of the episode played with secret `key`: the id the trajectory records
+    and the validator sends the miner with every turn (it does not reveal the key)."""
+    return hashlib.sha256(b"shopbench-episode:" + key).hexdigest()[:16]
+
+
 class Episode:
     """A task's episode: the offered tools, its system prompt, its tokens, its log.
 
@@ -98,7 +104,7 @@ class Episode:
         self.task_id = task.id
         self.intent = task.intent
         self.query = task.query
-        self.id = hashlib.sha256(b"shopbench-episode:" + key).hexdigest()[:16]
+        self.id = episode_id(key)
         self.system_prompt = system_prompt
         self.system_prompt_version = system_prompt_version
         self.limits = limits

@@ -59,6 +59,20 @@ class CombineRule(BaseModel):
 DEFAULT_RULE = CombineRule()
 
 
+class Judgement(BaseModel):
+    """One episode's verdicts: the rubric's (with any LLM fallback recorded in it), and the
+    LLM judge's where it read the episode."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rubric: Verdict
+    llm: Verdict | None = Field(default=None, description="None: the LLM did not read it")
+
+    def combined(self, rule: CombineRule = DEFAULT_RULE) -> Verdict:
+        """The rubric's verdict, combined by `rule` with the LLM's where there is one."""
+        return self.rubric if self.llm is None else combine(self.rubric, self.llm, rule)
+
+
 class LLMSampling(BaseModel):
     """Which share of a round's tasks the LLM judge reads, and how long it may take."""
 
@@ -113,7 +127,8 @@ class RoundJudge:
     LLM judgement failed or did not finish keeps the rubric's verdict, with the fallback
     recorded. A validator that judges miner by miner calls :meth:`pick` once per round (on
     the round's task list, so every miner is read on the same tasks) and :meth:`judge` per
-    miner with the picked tasks and the round's deadline.
+    miner with the picked tasks and the round's deadline (:meth:`assess` gives the two
+    verdicts apart, for :func:`shopbench.scoring.round.score_round`).
     """
 
     def __init__(
@@ -143,13 +158,24 @@ class RoundJudge:
         self, trajectories: Sequence[Trajectory], picked: frozenset[str],
         deadline: float | None = None,
     ) -> list[Verdict]:
-        """One verdict per trajectory, in order: the rubric's, combined with the LLM's for
-        episodes of `picked` tasks. `deadline` is a ``time.monotonic()`` instant (default:
-        the sampling's round deadline from now)."""
+        """One verdict per trajectory, in order: the rubric's, combined by the rule with the
+        LLM's for episodes of `picked` tasks (see :meth:`assess`)."""
+        judged = await self.assess(trajectories, picked, deadline)
+        return [j.combined(self.rule) for j in judged]
+
+    async def assess(
+        self, trajectories: Sequence[Trajectory], picked: frozenset[str],
+        deadline: float | None = None,
+    ) -> list[Judgement]:
+        """One judgement per trajectory, in order: the rubric's verdict, and the LLM's for
+        episodes of `picked` tasks; an LLM judgement that failed or did not finish leaves
+        the rubric's verdict alone with the fallback recorded in it. `deadline` is a
+        ``time.monotonic()`` instant (default: the sampling's round deadline from now)."""
         verdicts = [self.rubric.judge(t) for t in trajectories]
+        llm_verdicts: dict[int, Verdict] = {}
         chosen = [i for i, t in enumerate(trajectories) if t.task_id in picked]
         if self.llm is None or not chosen:
-            return verdicts
+            return [Judgement(rubric=v) for v in verdicts]
         llm = self.llm
         if deadline is None:
             deadline = time.monotonic() + self.sampling.round_deadline_s
@@ -169,7 +195,7 @@ class RoundJudge:
             else:
                 error = task.exception()
                 if error is None:
-                    verdicts[i] = combine(verdicts[i], task.result(), self.rule)
+                    llm_verdicts[i] = task.result()
                     continue
                 if not isinstance(error, JudgeUnavailable):
                     raise error
@@ -179,4 +205,4 @@ class RoundJudge:
         if fallbacks:
             log.warning("LLM judge fell back to the rubric on %d of %d sampled episodes",
                         fallbacks, len(chosen))
-        return verdicts
+        return [Judgement(rubric=v, llm=llm_verdicts.get(i)) for i, v in enumerate(verdicts)]

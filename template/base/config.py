@@ -7,9 +7,10 @@ model whose field descriptions are the ``--help`` texts. :func:`validator_config
 ``--neuron.concurrency``...), ``SHOPBENCH_*`` environment variables and ``--config FILE``
 (see :mod:`template.base.options`).
 
-:class:`ConsensusConfig` — judge, rubric, score formula, template penalty, EMA and weight
-curve, and the spec version they are released under — is fixed by the release: it has no
-flag, no variable and no file key. Only the local arena builds a validator with another.
+The consensus bundle (:class:`shopbench.scoring.consensus.ConsensusConfig`: judge, rubric,
+score formula, template penalty, EMA and weight curve, and the spec version they are
+released under) is fixed by the release: it has no flag, no variable and no file key. Only
+the local arena builds a validator with another.
 """
 
 from __future__ import annotations
@@ -20,18 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.judging.llm.release import RELEASE, JudgeRelease
 from shopbench.outcome.spec import INTENTS, Intent
-from shopbench.scoring.combine import CombineRule
-from shopbench.scoring.score import ScoreFormula
-from shopbench.scoring.template_penalty import TemplateConfig
-from shopbench.scoring.weights import WeightCurve
+from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.base.options import parse_config
-
-SPEC_VERSION = 1
-"""The release's consensus version, sent as the weights' ``version_key``; bumped with any
-change to a consensus parameter."""
 
 
 class _Section(BaseModel):
@@ -91,28 +84,6 @@ class ClockConfig(_Section):
         default=2.0, gt=0, description="refuse to start when the clock is off by more than this"
     )
     timeout_s: float = Field(default=2.0, gt=0, description="time to wait for each NTP server")
-
-
-class ConsensusConfig(_Section):
-    """What every validator of a release must agree on; not operator-settable."""
-
-    spec_version: int = Field(default=SPEC_VERSION, ge=0, description="weights version_key")
-    judge: str = Field(default="rubric", description="process judge name")
-    rubric: str | None = Field(default=None, description="rubric file; None is the packaged one")
-    score: ScoreFormula = Field(default_factory=ScoreFormula, description="episode score")
-    template: TemplateConfig = Field(
-        default_factory=TemplateConfig, description="cross-episode template penalty"
-    )
-    curve: WeightCurve = Field(default_factory=WeightCurve, description="EMA → weights")
-    ema_alpha: float = Field(
-        default=0.1, gt=0, le=1, description="weight of the newest round in a miner's EMA"
-    )
-    llm_judge: JudgeRelease = Field(
-        default=RELEASE, description="the LLM judge's pins: model, revision, prompt, rubric"
-    )
-    combine: CombineRule = Field(
-        default_factory=CombineRule, description="how an LLM verdict moves the rubric's score"
-    )
 
 
 class LLMJudgeSection(_Section):

@@ -8,15 +8,16 @@ that turn or episode with a recorded reason, never the round. Each episode runs 
 time left to the round, so the round ends on time whatever the miners do; an episode that
 could not even start in time scores 0 (as does every other failure).
 
-When a miner's episodes are all done they are judged (rubric judge, then the miner's
-template penalty for the round), scored, signed and handed to the archive sink; the
-miner's round score is the mean episode score over all the round's tasks.
+When a miner's episodes are all done they are judged (the rubric, and the LLM judge on
+the round's sampled tasks), scored by :func:`shopbench.scoring.round.score_round` (the
+combine rule, the miner's template penalty for the round, the consensus score formula),
+signed and handed to the archive sink; the miner's round score is the mean episode score
+over all the round's tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import secrets
 import statistics
@@ -32,14 +33,15 @@ from shopbench.archive.signing import Signer, sign_trajectory
 from shopbench.archive.sink import ArchiveSink, SinkError
 from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
+from shopbench.env.episode import episode_id
 from shopbench.judging.judge import Judge
-from shopbench.scoring.combine import RoundJudge
-from shopbench.scoring.score import with_judgement
-from shopbench.scoring.template_penalty import MinHasher, miner_template, penalise, reasoning_of
+from shopbench.scoring.combine import Judgement, RoundJudge
+from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.scoring.round import score_round
+from shopbench.scoring.template_penalty import MinHasher
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
 from shopbench.trajectory.record import Trajectory
-from template.base.config import ConsensusConfig
 from template.base.metrics import ValidatorMetrics
 from template.errors import TransportError
 from template.transport import MinerClient, MinerEndpoint, RemotePolicy
@@ -123,11 +125,6 @@ class RoundContext:
     llm_picked: frozenset[str] = frozenset()  # the round's tasks the LLM reads
 
 
-def episode_id_of(key: bytes) -> str:
-    """The id the environment gives the episode played with `key` (sent to the miner too)."""
-    return hashlib.sha256(b"shopbench-episode:" + key).hexdigest()[:16]
-
-
 class _Watched:
     """A remote policy whose transport failures are kept by turn, with their reason."""
 
@@ -171,7 +168,7 @@ async def _play(
         key = secrets.token_bytes(32)
         cfg = ctx.limits
         remote = RemotePolicy(
-            ctx.client, endpoint, episode_id_of(key), deadline_s=cfg.turn_timeout_s
+            ctx.client, endpoint, episode_id(key), deadline_s=cfg.turn_timeout_s
         )
         policy = _Watched(remote)
         limits = RunLimits(
@@ -193,31 +190,33 @@ async def _play(
     return trajectory, _failures(trajectory, policy.reasons), [t.latency_ms for t in remote.turns]
 
 
+async def _judge(ctx: RoundContext, trajectories: list[Trajectory]) -> list[Judgement]:
+    """Each episode's judgement: the rubric's verdict, and the LLM's on the sampled tasks."""
+    if ctx.round_judge is not None and ctx.llm_picked:
+        started = time.perf_counter()
+        judged = await ctx.round_judge.assess(trajectories, ctx.llm_picked)
+        for _ in trajectories:
+            ctx.metrics.judge_seconds.observe((time.perf_counter() - started) / len(trajectories))
+        return judged
+    out: list[Judgement] = []
+    for t in trajectories:
+        started = time.perf_counter()
+        out.append(Judgement(rubric=ctx.judge.judge(t)))
+        ctx.metrics.judge_seconds.observe(time.perf_counter() - started)
+        await asyncio.sleep(0)  # let the other miners' turns through between judgements
+    return out
+
+
 async def _judge_and_archive(
     ctx: RoundContext, uid: int, trajectories: list[Trajectory], hasher: MinHasher
 ) -> tuple[list[Trajectory], float, int]:
     """(scored and signed trajectories, template factor, how many the sink acknowledged)."""
-    consensus = ctx.consensus
-    report = miner_template(
-        str(uid), [(t.task_id, reasoning_of(t)) for t in trajectories], consensus.template, hasher
-    )
+    judged = await _judge(ctx, trajectories)
+    result = score_round(str(uid), trajectories, judged, ctx.consensus, hasher)
     scored: list[Trajectory] = []
-    verdicts = None
-    if ctx.round_judge is not None and ctx.llm_picked:
-        started = time.perf_counter()
-        verdicts = await ctx.round_judge.judge(trajectories, ctx.llm_picked)
-        for _ in trajectories:
-            ctx.metrics.judge_seconds.observe((time.perf_counter() - started) / len(trajectories))
-    for i, t in enumerate(trajectories):
-        if verdicts is not None:
-            verdict = verdicts[i]
-        else:
-            started = time.perf_counter()
-            verdict = ctx.judge.judge(t)
-            ctx.metrics.judge_seconds.observe(time.perf_counter() - started)
-        verdict = penalise(verdict, report.factor)
-        scored.append(sign_trajectory(with_judgement(t, verdict, consensus.score), ctx.signer))
-        await asyncio.sleep(0)  # let the other miners' turns through between judgements
+    for t in result.trajectories:
+        scored.append(sign_trajectory(t, ctx.signer))
+        await asyncio.sleep(0)  # and between signatures
     archived = 0
     try:
         archived = await ctx.sink.put(scored)
@@ -227,7 +226,7 @@ async def _judge_and_archive(
         ctx.metrics.archived.inc(archived)
         if ctx.on_archived is not None:
             ctx.on_archived(scored)
-    return scored, report.factor, archived
+    return scored, result.template.factor, archived
 
 
 async def _play_miner(

@@ -41,6 +41,7 @@ class CarefulPolicy(ScriptedPolicy):
     """Reads the constraints, searches with filters, checks details, compares, recommends."""
 
     name = "careful"
+    honest = True
     terse = False
 
     def script(self, ctx: Context) -> Script:

@@ -20,6 +20,7 @@ class GuesserPolicy(ScriptedPolicy):
     """Recommends made-up product ids without searching."""
 
     name = "guesser"
+    honest = False
 
     def script(self, ctx: Context) -> Script:
         """Guess, then terminate."""

@@ -30,6 +30,7 @@ class NarratorPolicy(ScriptedPolicy):
     """The same search loop for every task, narrated with reasoning it does not follow."""
 
     name = "narrator"
+    honest = False
     quoting = False
 
     def _quote(self, w: Writer, hits: list[ProductHit]) -> str:

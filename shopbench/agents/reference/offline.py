@@ -148,6 +148,7 @@ class OfflinePolicy(ScriptedPolicy):
     """Solves the task on its own copy of the catalog, then fetches tokens by exact title."""
 
     name = "offline"
+    honest = False
 
     def __init__(self, catalog: Catalog, seed: int = 0) -> None:
         super().__init__(seed)

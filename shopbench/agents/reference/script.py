@@ -102,6 +102,10 @@ class ScriptedPolicy(ABC):
     """Base of the reference policies: subclasses write :meth:`script`."""
 
     name: ClassVar[str] = "scripted"
+    honest: ClassVar[bool | None] = None
+    """True: it shops for real, and a judge must score it high; False: it imitates shopping
+    (narrates calls its reasoning does not drive, cheats, guesses), and a judge must score
+    it low; None: neither (careless or random play, which no judge target speaks of)."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

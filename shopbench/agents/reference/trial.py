@@ -82,6 +82,7 @@ class TrialAndErrorPolicy(ScriptedPolicy):
     """Loose queries first, notices the failure, then recovers with the careful moves."""
 
     name = "trial_and_error"
+    honest = True
 
     def script(self, ctx: Context) -> Script:
         """A hasty start, the lesson drawn from it, then careful shopping."""

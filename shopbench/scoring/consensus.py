@@ -1,0 +1,48 @@
+"""The consensus bundle: what every validator of a release must agree on.
+
+The process judge and its rubric, the LLM judge's pins, how an LLM verdict moves the
+rubric's score, the template penalty, the episode score formula, the EMA and the weight
+curve. Validators that differ in any of them score the same episode differently and their
+weights drift apart, so the release fixes them (:class:`ConsensusConfig`'s defaults) under
+one :data:`SPEC_VERSION`, sent as the weights' ``version_key``. The subnet layer gives them
+no flag, no variable and no file key; only the local arena and calibration experiments
+build another.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.judging.llm.release import RELEASE, JudgeRelease
+from shopbench.scoring.combine import CombineRule
+from shopbench.scoring.score import ScoreFormula
+from shopbench.scoring.template_penalty import TemplateConfig
+from shopbench.scoring.weights import WeightCurve
+
+SPEC_VERSION = 1
+"""The release's consensus version, sent as the weights' ``version_key``; bumped with any
+change to a consensus parameter."""
+
+
+class ConsensusConfig(BaseModel):
+    """What every validator of a release must agree on; not operator-settable."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    spec_version: int = Field(default=SPEC_VERSION, ge=0, description="weights version_key")
+    judge: str = Field(default="rubric", description="process judge name")
+    rubric: str | None = Field(default=None, description="rubric file; None is the packaged one")
+    score: ScoreFormula = Field(default_factory=ScoreFormula, description="episode score")
+    template: TemplateConfig = Field(
+        default_factory=TemplateConfig, description="cross-episode template penalty"
+    )
+    curve: WeightCurve = Field(default_factory=WeightCurve, description="EMA → weights")
+    ema_alpha: float = Field(
+        default=0.1, gt=0, le=1, description="weight of the newest round in a miner's EMA"
+    )
+    llm_judge: JudgeRelease = Field(
+        default=RELEASE, description="the LLM judge's pins: model, revision, prompt, rubric"
+    )
+    combine: CombineRule = Field(
+        default_factory=CombineRule, description="how an LLM verdict moves the rubric's score"
+    )
