@@ -64,6 +64,24 @@ def test_results_render_to_the_exact_text_agents_have_always_seen() -> None:
     )
 
 
+def _dumps(rows: list[Any]) -> str:
+    return json.dumps([r.model_dump() for r in rows], ensure_ascii=False, separators=(",", ":"))
+
+
+def test_render_writes_json_dumps_text_for_every_character_and_price() -> None:
+    chars = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    texts = [chars[i : i + 4096] for i in range(0, len(chars), 4096)]
+    prices = [0.0, 5e-324, 1e-05, 9.999e-05, 1e-4, 0.1 + 0.2, 1499.5, 1e16, 1.5e300]
+    prices += [float("inf"), *(1.2345678901 * 10.0**e for e in range(-12, 20))]
+    for price in prices:
+        hits = [HIT.model_copy(update={"price": price, "title": t}) for t in texts[:3]]
+        assert render(hits) == _dumps(hits), price
+    details = [DETAILS.model_copy(update={"title": t, "description": t}) for t in texts]
+    assert render(details) == _dumps(details)
+    pages = [PAGE.model_copy(update={"content": t}) for t in texts]
+    assert render(pages) == _dumps(pages)
+
+
 def test_every_kind_parses_back_to_the_same_model_and_nothing_else() -> None:
     assert parse_search_results(render([HIT, HIT])) == [HIT, HIT]
     assert parse_product_details(render([DETAILS])) == [DETAILS]

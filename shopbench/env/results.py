@@ -14,9 +14,10 @@ task or grading data): agents may import them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -97,25 +98,46 @@ class Termination(BaseModel):
         return f"{TERMINATED}{self.status}"
 
 
-Row = ProductHit | ProductDetails | WebResult
 ToolResult = Recommendation | Termination | Sequence[ProductHit] | Sequence[ProductDetails] \
     | Sequence[WebResult]
 R = TypeVar("R", bound=BaseModel)
 
 
+SEARCH_RESULTS = TypeAdapter(list[ProductHit])
+"""find_product's result: `validate_python` builds it from plain rows in one validation
+(cheaper than building each model), `validate_json` reads it back."""
+VIEW_RESULTS = TypeAdapter(list[ProductDetails])
+"""view_product_information's result, likewise."""
+WEB_RESULTS = TypeAdapter(list[WebResult])
+"""web_search's result, likewise."""
+_LISTS: dict[type[BaseModel], TypeAdapter[Any]] = {
+    ProductHit: SEARCH_RESULTS, ProductDetails: VIEW_RESULTS, WebResult: WEB_RESULTS
+}
+# pydantic's JSON writer spells every string, int and float as json.dumps does (and three
+# times faster), except a float below 1e-4 in magnitude (0.00001 vs 1e-05) or not finite:
+# rows holding such a price go through json.dumps, so the text is json.dumps's in every case.
+_SMALLEST_PLAIN = 1e-4
+
+
+def _plain(row: BaseModel) -> bool:
+    price = getattr(row, "price", 0.0)
+    return price == 0 or (abs(price) >= _SMALLEST_PLAIN and math.isfinite(price))
+
+
 def render(result: ToolResult) -> str:
-    """The observation text of a tool's result: a sentence, or the rows as compact JSON
-    (no spaces, non-ASCII kept), each row's fields in model order."""
+    """The observation text of a tool's result: a sentence, or the rows as compact JSON —
+    exactly ``json.dumps(rows, ensure_ascii=False, separators=(",", ":"))`` of the rows'
+    fields in model order."""
     if isinstance(result, Recommendation | Termination):
         return result.text
-    # A row's __dict__ is its fields in declaration order (no extras, no nested models):
-    # the same JSON as model_dump(), without building a copy of every row.
+    if not result:
+        return "[]"
+    if all(map(_plain, result)):
+        return _LISTS[type(result[0])].dump_json(list(result)).decode("utf-8")
+    # A row's __dict__ is its fields in declaration order (no extras, no nested models).
     return json.dumps([vars(r) for r in result], ensure_ascii=False, separators=(",", ":"))
 
 
-_HITS = TypeAdapter(list[ProductHit])
-_DETAILS = TypeAdapter(list[ProductDetails])
-_PAGES = TypeAdapter(list[WebResult])
 _RECOMMENDED = re.compile(re.escape(RECOMMENDED) + r"([0-9,]*)\.")
 _TERMINATED = re.compile(re.escape(TERMINATED) + r"(success|failure)")
 
@@ -131,18 +153,18 @@ def _rows(adapter: TypeAdapter[list[R]], text: str) -> list[R]:
 
 def parse_search_results(text: str) -> list[ProductHit]:
     """The rows of a find_product observation; [] for an error or any other text."""
-    return _rows(_HITS, text)
+    return _rows(SEARCH_RESULTS, text)
 
 
 def parse_product_details(text: str) -> list[ProductDetails]:
     """The products of a view_product_information observation; [] for an error or any
     other text."""
-    return _rows(_DETAILS, text)
+    return _rows(VIEW_RESULTS, text)
 
 
 def parse_web_results(text: str) -> list[WebResult]:
     """The pages of a web_search observation; [] for an error or any other text."""
-    return _rows(_PAGES, text)
+    return _rows(WEB_RESULTS, text)
 
 
 def parse_recommendation(text: str) -> Recommendation | None:

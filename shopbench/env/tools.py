@@ -10,13 +10,15 @@ episode token; every id it accepts must be one this episode has shown.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.search.filters import MAX_PAGE, parse_price
 from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import ArgumentError, InvalidIdError, LimitError, NotAllowedError
 from shopbench.env.results import (
+    SEARCH_RESULTS,
+    VIEW_RESULTS,
     ProductDetails,
     ProductHit,
     Recommendation,
@@ -102,17 +104,17 @@ class ShopTools(Toolkit):
             raise ArgumentError(f"find_product: {e}") from None
         products = self._tokens.show_all("product", [h.product_id for h in hits])
         shops = self._tokens.show_all("shop", [h.shop_id for h in hits])
-        return [
-            ProductHit(
-                product_id=product,
-                shop_id=shop,
-                title=h.title,
-                price=h.price,
-                service=h.service,
-                sold_count=h.sold_count,
-            )
+        return SEARCH_RESULTS.validate_python([
+            {
+                "product_id": product,
+                "shop_id": shop,
+                "title": h.title,
+                "price": h.price,
+                "service": h.service,
+                "sold_count": h.sold_count,
+            }
             for h, product, shop in zip(hits, products, shops, strict=True)
-        ]
+        ])
 
     @tool
     def view_product_information(self, product_ids: str) -> list[ProductDetails]:
@@ -126,7 +128,9 @@ class ShopTools(Toolkit):
         tokens = list(dict.fromkeys(tokens))  # viewing one product twice shows it once
         ids = self._resolve_all(tokens, "view_product_information")
         products = self._index.get(ids)
-        return [self._details(t, p) for t, p in zip(tokens, products, strict=True) if p]
+        return VIEW_RESULTS.validate_python(
+            [self._details(t, p) for t, p in zip(tokens, products, strict=True) if p]
+        )
 
     @tool
     def recommend_product(self, product_ids: str) -> Recommendation:
@@ -184,20 +188,21 @@ class ShopTools(Toolkit):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _details(self, token: str, p: Product) -> ProductDetails:
+    def _details(self, token: str, p: Product) -> dict[str, Any]:
+        """A product's :class:`ProductDetails` fields, as the row to validate."""
         cap = self._limits.max_description_chars
         description = p.description if len(p.description) <= cap else p.description[:cap] + "..."
-        return ProductDetails(
-            product_id=token,
-            shop_id=self._tokens.show("shop", p.shop_id),
-            title=p.title,
-            price=p.price,
-            service=tuple(p.service),
-            short_description=p.short_description,
-            description=description,
-            sku_options=p.sku_options,
-            attributes=p.attributes,
-        )
+        return {
+            "product_id": token,
+            "shop_id": self._tokens.show("shop", p.shop_id),
+            "title": p.title,
+            "price": p.price,
+            "service": p.service,
+            "short_description": p.short_description,
+            "description": description,
+            "sku_options": p.sku_options,
+            "attributes": p.attributes,
+        }
 
     def _split_ids(
         self, text: str, tool_name: str, limit: int, *, positions: bool = False
