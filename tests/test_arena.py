@@ -169,7 +169,7 @@ def test_the_docs_use_only_real_flags() -> None:
 
 
 def test_the_arena_alone_may_override_consensus_parameters() -> None:
-    from template.base.config import ConsensusConfig
+    from shopbench.scoring.consensus import ConsensusConfig
 
     base = ConsensusConfig()
     changed = arena_command._consensus(base, 2.0, 0.25, 0.5)

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from shopbench.agents.reference import SCRIPTED, CarefulPolicy, OfflinePolicy
+from shopbench.agents.reference import CarefulPolicy, OfflinePolicy
 from shopbench.agents.reference.query_reading import (
     read_price,
     read_query,
     read_services,
     requested_pairs,
 )
-from shopbench.agents.registry import make_policy
+from shopbench.agents.registry import SERVABLE_POLICIES, make_policy
 from shopbench.env import ShoppingEnv
 from shopbench.outcome.spec import PriceBound, Voucher
 from shopbench.tasks.model import Task
@@ -323,4 +323,5 @@ def test_guessers_are_refused_and_random_goes_nowhere(runs: dict[str, list[Traje
     for t in runs["guesser"]:
         assert t.tool_log[0].name == "recommend_product"
         assert t.tool_log[0].error == "invalid_id" and t.recommended == []
-    assert {p for p in SCRIPTED} >= {"careful", "random", "guesser", "narrator"}
+    assert set(SERVABLE_POLICIES) >= {"careful", "random", "guesser", "narrator"}
+    assert "offline" not in SERVABLE_POLICIES

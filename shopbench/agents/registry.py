@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from shopbench.agents.reference import (
-    SCRIPTED,
     CarefulPolicy,
     CarefulTersePolicy,
     GreedyPolicy,
@@ -53,9 +52,13 @@ REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
 """Every reference policy by name, in the order listings show them."""
 POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
 """The reference policy names."""
-CATALOG_POLICIES: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n not in SCRIPTED)
+CATALOG_POLICIES: tuple[str, ...] = tuple(
+    n for n, p in REFERENCE_POLICIES.items() if p.needs_catalog
+)
 """Reference policies built with the catalog (they solve tasks on their own copy of it)."""
-SERVABLE_POLICIES: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n in SCRIPTED)
+SERVABLE_POLICIES: tuple[str, ...] = tuple(
+    n for n, p in REFERENCE_POLICIES.items() if not p.needs_catalog
+)
 """Reference policies made from a seed alone, so that a miner can serve them."""
 API_KEY_VARIABLES = ("SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
 
@@ -130,11 +133,11 @@ def make_policy(
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
     if openai_options:
         raise PolicySpecError(f"policy {spec!r} takes no endpoint options")
-    if name in CATALOG_POLICIES:
-        if catalog is None:
-            raise PolicySpecError(f"policy {name!r} needs the catalog it solves tasks with")
-        return OfflinePolicy(catalog, seed=seed)
-    policy_class = SCRIPTED.get(name)
+    policy_class = REFERENCE_POLICIES.get(name)
     if policy_class is None:
         raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
+    if policy_class.needs_catalog:
+        if catalog is None:
+            raise PolicySpecError(f"policy {name!r} needs the catalog it solves tasks with")
+        return policy_class(catalog, seed=seed)  # type: ignore[call-arg]
     return policy_class(seed=seed)

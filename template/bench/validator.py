@@ -147,7 +147,7 @@ async def _measure(
 ) -> dict[str, Any]:  # fmt: skip
     from shopbench.archive.jsonl import JsonlSink
     from shopbench.judging.registry import make_judge
-    from template.base.config import ConsensusConfig
+    from shopbench.scoring.consensus import ConsensusConfig
     from template.base.metrics import ValidatorMetrics
     from template.base.round import RoundContext, RoundLimits
     from template.signing import HotkeySigner

@@ -15,23 +15,7 @@ from shopbench.agents.reference.offline import OfflinePolicy
 from shopbench.agents.reference.script import ScriptedPolicy
 from shopbench.agents.reference.trial import TrialAndErrorPolicy
 
-SCRIPTED: dict[str, type[ScriptedPolicy]] = {
-    p.name: p
-    for p in (
-        CarefulPolicy,
-        CarefulTersePolicy,
-        TrialAndErrorPolicy,
-        GreedyPolicy,
-        NarratorPolicy,
-        NarratorQuotingPolicy,
-        GuesserPolicy,
-        RandomPolicy,
-    )
-}
-"""The reference policies that need nothing but a seed, by name."""
-
 __all__ = [
-    "SCRIPTED",
     "CarefulPolicy",
     "CarefulTersePolicy",
     "GreedyPolicy",

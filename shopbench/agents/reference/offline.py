@@ -149,6 +149,7 @@ class OfflinePolicy(ScriptedPolicy):
 
     name = "offline"
     honest = False
+    needs_catalog = True
 
     def __init__(self, catalog: Catalog, seed: int = 0) -> None:
         super().__init__(seed)

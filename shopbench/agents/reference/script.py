@@ -103,6 +103,8 @@ class ScriptedPolicy(ABC):
 
     name: ClassVar[str] = "scripted"
     honest: ClassVar[bool | None] = None
+    needs_catalog: ClassVar[bool] = False
+    """Whether the policy is built with the catalog (it solves tasks on its own copy)."""
     """True: it shops for real, and a judge must score it high; False: it imitates shopping
     (narrates calls its reasoning does not drive, cheats, guesses), and a judge must score
     it low; None: neither (careless or random play, which no judge target speaks of)."""
