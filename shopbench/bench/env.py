@@ -21,6 +21,7 @@ from shopbench.bench.stats import percentile
 from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import Episode
+from shopbench.env.results import parse_search_results
 from shopbench.env.tokens import TokenBook
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task
@@ -58,17 +59,17 @@ def _play(ep: Episode, p: Product, rng: random.Random) -> None:
     ep.begin_turn()
     first = _search_args(p, rng)
     found = ep.call("find_product", first)
-    hits = json.loads(found.content) if found.ok else []
+    hits = parse_search_results(found.content)
     if rng.random() < 0.3:
         ep.call("find_product", {**first, "page": 2})
     if hits and rng.random() < 0.25:
         ep.begin_turn()
-        ep.call("find_product", {"q": first["q"], "page": 1, "shop_id": hits[0]["shop_id"]})
+        ep.call("find_product", {"q": first["q"], "page": 1, "shop_id": hits[0].shop_id})
     if rng.random() < 0.1:  # agents do send invented ids
         ep.call("view_product_information", {"product_ids": "1234567890"})
     if hits:
         ep.begin_turn()
-        picked = [h["product_id"] for h in hits[: rng.randint(1, 3)]]
+        picked = [h.product_id for h in hits[: rng.randint(1, 3)]]
         ep.call("view_product_information", {"product_ids": ",".join(picked)})
         ep.begin_turn()
         ep.call("recommend_product", json.dumps({"product_ids": picked[0]}))
