@@ -74,16 +74,28 @@ class ArenaConfig(BaseModel):
         default=None, description="use this catalog, built from --seed (default: build or "
         "reuse OUT/catalog-PRODUCTS-sSEED)",
     )  # fmt: skip
-    policies: list[str] = Field(default_factory=lambda: list(DEFAULT_POLICIES), min_length=1)
-    add_miners: list[AddedMiner] = Field(default_factory=list)
-    tasks_per_round: int = Field(default=8, ge=1, le=256)
-    concurrency: int = Field(default=32, ge=1)
-    turn_timeout_s: float = Field(default=20.0, gt=0)
-    round_timeout_s: float = Field(default=300.0, gt=0)
-    blocks_per_round: int = Field(default=50, ge=1)
-    netuid: int = Field(default=1, ge=0)
+    policies: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_POLICIES), min_length=1,
+        description="reference policies, cycled over the miners",
+    )  # fmt: skip
+    add_miners: list[AddedMiner] = Field(
+        default_factory=list, description="miners run elsewhere, joined to the arena"
+    )
+    tasks_per_round: int = Field(default=8, ge=1, le=256, description="tasks per round")
+    concurrency: int = Field(default=32, ge=1, description="episodes played at once")
+    turn_timeout_s: float = Field(
+        default=20.0, gt=0, description="seconds a miner has to answer one turn (the arena's "
+        "miners are local reference policies, so shorter than a validator's)",
+    )  # fmt: skip
+    round_timeout_s: float = Field(
+        default=300.0, gt=0, description="a round's episodes still running after this are cut"
+    )
+    blocks_per_round: int = Field(default=50, ge=1, description="local chain blocks per round")
+    netuid: int = Field(default=1, ge=0, description="the local chain's subnet id")
     workers: int = Field(default=2, ge=1, description="catalog build processes")
-    consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+    consensus: ConsensusConfig = Field(
+        default_factory=ConsensusConfig, description="the release's consensus, with overrides"
+    )
     judge: str | None = Field(
         default=None, description="openai:MODEL@URL[,...]: an LLM judge reads a sample of "
         "each round's episodes (a consensus override: the arena judges with this model)",

@@ -1,7 +1,8 @@
 """`shopbench arena` (a whole subnet on this machine) and `shopbench bench validator`.
 
-The subnet plumbing (``template``, and through it bittensor) is imported only inside the
-commands, so the rest of the CLI never pays for it.
+The arena's options come from its typed config (``template.arena_config``, plain pydantic);
+the subnet plumbing (the rest of ``template``, and through it bittensor) is imported only
+inside the commands, so the rest of the CLI never pays for it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from typing import Any
 import typer
 
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+from shopbench.commands.flags import Flags
+from template.arena_config import ArenaConfig
+
+_ARENA = Flags(ArenaConfig)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -20,11 +25,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
     @app.command("arena")
     def arena_command(
-        miners: int = typer.Option(8, "--miners", min=0, max=64, help="reference miners"),
-        rounds: int = typer.Option(3, "--rounds", min=1, help="validator rounds"),
-        products: int = typer.Option(
-            50_000, "--products", min=500, help="catalog size (built once, then reused)"
-        ),
+        miners: int = _ARENA.option("miners", "--miners"),
+        rounds: int = _ARENA.option("rounds", "--rounds"),
+        products: int = _ARENA.option("products", "--products"),
         add_miner: list[str] = typer.Option(
             [],
             "--add-miner",
@@ -32,20 +35,18 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             "miner in front of your model (repeatable); it must allow the arena validator's "
             "hotkey (--print-hotkey)",
         ),  # fmt: skip
-        out: Path = typer.Option(Path("arena"), "--out", help="output directory"),
-        catalog: Path | None = typer.Option(
-            None, "--catalog", help="use this catalog (built from --seed) instead of building"
-        ),
-        seed: int = typer.Option(1, "--seed", help="catalog seed (public: the arena is a demo)"),
+        out: Path = _ARENA.option("out", "--out"),
+        catalog: Path | None = _ARENA.option("catalog", "--catalog"),
+        seed: int = _ARENA.option("seed", "--seed"),
         policies: str | None = typer.Option(
             None,
             "--policies",
             help="comma-separated reference policies, cycled over the "
             f"miners (default: {','.join(kinds_in_turn(SERVABLE_POLICIES))})",
         ),  # fmt: skip
-        tasks_per_round: int = typer.Option(8, "--tasks", min=1, help="tasks per round"),
-        concurrency: int = typer.Option(32, "--concurrency", min=1, help="episodes at once"),
-        turn_timeout: float = typer.Option(20.0, "--turn-timeout", help="seconds per turn"),
+        tasks_per_round: int = _ARENA.option("tasks_per_round", "--tasks"),
+        concurrency: int = _ARENA.option("concurrency", "--concurrency"),
+        turn_timeout: float = _ARENA.option("turn_timeout_s", "--turn-timeout"),
         exponent: float | None = typer.Option(
             None, "--weight-exponent", help="consensus override: weight ∝ EMA^exponent"
         ),
@@ -59,28 +60,20 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             False, "--print-hotkey", help="print the arena validator's hotkey and exit"
         ),
         quiet: bool = typer.Option(False, "--quiet", help="no progress or leaderboard"),
-        judge: str | None = typer.Option(
-            None, "--judge", help="openai:MODEL@URL: an LLM judge also reads a sample of "
-            "each round's episodes (combined with the rubric's verdict)",
-        ),  # fmt: skip
-        judge_rate: float = typer.Option(
-            0.25, "--judge-rate", help="share of each round's tasks the LLM judge reads"
-        ),
-        judge_budget: int | None = typer.Option(
-            None, "--judge-budget", help="the LLM judge's prompt budget in tokens (lower it "
-            "for a server with a short context)",
-        ),  # fmt: skip
+        judge: str | None = _ARENA.option("judge", "--judge"),
+        judge_rate: float = _ARENA.option("judge_rate", "--judge-rate"),
+        judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
     ) -> None:
         """Run a whole subnet here: a local chain, miner processes, the real validator."""
         from shopbench.scoring.consensus import ConsensusConfig
-        from template.arena import ArenaConfig, parse_added, run_arena, validator_hotkey
+        from template.arena import parse_added, run_arena, validator_hotkey
         from template.arena_view import QuietView, RichView
 
         if print_hotkey:
             typer.echo(validator_hotkey())
             return
         consensus = _consensus(ConsensusConfig(), exponent, burn, ema_alpha)
-        options: dict[str, object] = {
+        options: dict[str, Any] = {
             "miners": miners, "rounds": rounds, "products": products, "out": out,
             "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
             "tasks_per_round": tasks_per_round, "concurrency": concurrency,
@@ -89,7 +82,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         }  # fmt: skip
         if policies:
             options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
-        config = _arena_config(ArenaConfig, options)
+        config = _ARENA.build(**options)
         report = run_arena(config, QuietView() if quiet else RichView())
         typer.echo(f"wrote {out / 'arena.json'} and {report['trajectories']}")
 
@@ -133,17 +126,3 @@ def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: flo
         first = e.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ArenaError(f"consensus override {loc}: {first['msg']}") from None
-
-
-def _arena_config(model: type, options: dict[str, object]):  # type: ignore[no-untyped-def]
-    """The arena config, a refused option reported as one line naming it."""
-    from pydantic import ValidationError
-
-    from template.arena_miners import ArenaError
-
-    try:
-        return model.model_validate(options)
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ArenaError(f"arena option {loc}: {first['msg']}") from None

@@ -65,6 +65,8 @@ class Flags(Generic[ModelT]):
         except ValidationError as e:
             first = e.errors(include_url=False)[0]
             field = str(first["loc"][0]) if first["loc"] else ""
-            where = self._flag_of.get(field, field or self.model.__name__)
+            where = self._flag_of.get(field) or (
+                f"--{field.replace('_', '-')}" if field else self.model.__name__
+            )
             message = str(first["msg"]).removeprefix("Value error, ")
             raise typer.BadParameter(message, param_hint=where) from None
