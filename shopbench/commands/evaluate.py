@@ -8,7 +8,14 @@ from pathlib import Path
 import typer
 
 from shopbench.agents.registry import policy_choices
-from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
+from shopbench.bench.eval import EvalBenchConfig
+from shopbench.commands.flags import Flags
+from shopbench.evaluate.runner import EvalConfig
+from shopbench.trajectory.loop import RunLimits
+
+_EVAL = Flags(EvalConfig)
+_LIMITS = Flags(RunLimits)
+_BENCH = Flags(EvalBenchConfig)
 
 
 def _load(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
@@ -43,28 +50,22 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             help=policy_choices(),
         ),
         out: Path = typer.Option(..., "--out", help="directory for trajectories and reports"),
-        samples: int = typer.Option(1, "--samples", min=1, help="episodes per task (K of pass@k)"),
-        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
-        seed: int = typer.Option(0, "--seed", help="seed of the episode keys and policies"),
+        samples: int = _EVAL.option("samples", "--samples"),
+        concurrency: int = _EVAL.option("concurrency", "--concurrency"),
+        seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
-        turn_timeout: float = typer.Option(
-            DEFAULT_TURN_TIMEOUT_S, "--turn-timeout", min=0.001,
-            help="seconds the policy may take per turn",
-        ),  # fmt: skip
+        turn_timeout: float = _LIMITS.option("turn_timeout_s", "--turn-timeout"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
     ) -> None:
         """Run a policy on every task K times; write trajectories.jsonl, report.json/.md."""
         from shopbench.agents.registry import check_spec, make_policy
         from shopbench.evaluate.report import build_report, write_outputs
-        from shopbench.evaluate.runner import EvalConfig, run_evaluation
-        from shopbench.trajectory.loop import RunLimits
+        from shopbench.evaluate.runner import run_evaluation
 
         check_spec(policy)  # a bad --policy fails before the catalog is opened
+        limits = _LIMITS.build(turn_timeout_s=turn_timeout)
+        config = _EVAL.build(samples=samples, concurrency=concurrency, seed=seed, limits=limits)
         env, chosen = _load(catalog, tasks, limit)
-        config = EvalConfig(
-            samples=samples, concurrency=concurrency, seed=seed,
-            limits=RunLimits(turn_timeout_s=turn_timeout),
-        )
 
         def make(k: int):  # type: ignore[no-untyped-def]
             return make_policy(policy, catalog=env.catalog, seed=k)
@@ -98,19 +99,19 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
     @bench_app.command("eval")
     def bench_eval(
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
-        tasks: Path = typer.Option(..., "--tasks", help="task file"),
-        policy: str = typer.Option("careful", "--policy", help="a reference policy name"),
-        episodes: int = typer.Option(200, "--episodes", min=1, help="episodes to play"),
-        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
-        seed: int = typer.Option(0, "--seed", help="seed of the episode keys and policies"),
+        catalog: Path = _BENCH.option("catalog", "--catalog"),
+        tasks: Path = _BENCH.option("tasks", "--tasks"),
+        policy: str = _BENCH.option("policy", "--policy"),
+        episodes: int = _BENCH.option("episodes", "--episodes"),
+        concurrency: int = _BENCH.option("concurrency", "--concurrency"),
+        seed: int = _BENCH.option("seed", "--seed"),
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Episodes per second of the episode loop with a local policy (env + policy + grade)."""
-        from shopbench.bench.eval import EvalBenchConfig, run
+        from shopbench.bench.eval import run
 
         result = run(
-            EvalBenchConfig(
+            _BENCH.build(
                 catalog=catalog, tasks=tasks, policy=policy, episodes=episodes,
                 concurrency=concurrency, seed=seed,
             )
