@@ -8,6 +8,10 @@ from pathlib import Path
 import typer
 
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.commands.flags import Flags
+from shopbench.evaluate.calibrate import CalibrationConfig
+
+_CALIBRATION = Flags(CalibrationConfig)
 
 judge_app = typer.Typer(help="Process judges: calibrate, show verdicts.", no_args_is_help=True)
 
@@ -31,21 +35,18 @@ def calibrate_command(
         None, "--policies", help=f"comma-separated reference policies (default: all: "
         f"{', '.join(POLICY_NAMES)})",
     ),  # fmt: skip
-    seed: int = typer.Option(0, "--seed", help="seed of the episode keys and the policies"),
-    concurrency: int = typer.Option(4, "--concurrency", help="episodes played at once"),
-    round_size: int = typer.Option(100, "--round-size", help="tasks per template round"),
-    injection_sample: int = typer.Option(
-        50, "--injection-sample", help="episodes per policy given each injection"
-    ),
+    seed: int = _CALIBRATION.option("seed", "--seed"),
+    concurrency: int = _CALIBRATION.option("concurrency", "--concurrency"),
+    round_size: int = _CALIBRATION.option("round_size", "--round-size"),
+    injection_sample: int = _CALIBRATION.option("injection_sample", "--injection-sample"),
 ) -> None:
     """Play every reference policy on the tasks, judge and score each episode as validators
     do, write the report."""
-    from pydantic import ValidationError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.calibrate import CalibrationConfig, run_calibration
-    from shopbench.evaluate.calibration_report import CalibrationError, write_report
+    from shopbench.evaluate.calibrate import run_calibration
+    from shopbench.evaluate.calibration_report import write_report
     from shopbench.judging.judge import JudgeError
     from shopbench.judging.registry import JUDGES
     from shopbench.scoring.consensus import ConsensusConfig
@@ -67,12 +68,7 @@ def calibrate_command(
     }
     if policies is not None:
         options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
-    try:
-        cfg = CalibrationConfig.model_validate(options)
-    except ValidationError as e:
-        first = e.errors()[0]
-        name = str(first["loc"][0]).replace("_", "-") if first["loc"] else "option"
-        raise CalibrationError(f"--{name}: {first['msg']}") from None
+    cfg = _CALIBRATION.build(**options)
     load = read_tasks(tasks)
     for line in load.rejected[:5]:
         typer.echo(f"rejected {line}", err=True)
