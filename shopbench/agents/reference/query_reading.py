@@ -373,10 +373,11 @@ def requested_pairs(text: str, keys: set[str]) -> dict[str, str]:
 
     The label is the key with ``_`` as spaces (``color_family`` → "color family"); the value
     is what follows up to the clause's end, lower-cased. A label inside a longer label stated
-    at the same place ("color" in "color family") does not count.
+    at the same place ("color" in "color family") does not count. The pairs come in the
+    order the request states them.
     """
     spans: list[tuple[int, int, str, str]] = []
-    for key in keys:
+    for key in sorted(keys):  # a set's order changes with the hash seed; the output must not
         label = key.replace("_", " ").strip()
         if not label:
             continue
@@ -386,6 +387,7 @@ def requested_pairs(text: str, keys: set[str]) -> dict[str, str]:
             value = text[m.end() : stop].strip().strip("\"'").lower()
             if value:
                 spans.append((m.start(), m.end(), key, value))
+    spans.sort()  # the pairs in the order the request states them
     out: dict[str, str] = {}
     for start, end, key, value in spans:
         inside_longer = any(
