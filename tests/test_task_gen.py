@@ -327,5 +327,5 @@ def test_pool_finds_rows_by_id_and_screens_pairs_it_stores(catalog: Any) -> None
         assert pool.group_of(row) == p.group_key
         own = [(k, v) for k, vs in p.attributes.items() for v in vs]
         own += [(k, v) for o in p.sku_options.values() for k, v in o.items()]
-        assert pool.may_have_pairs(row, own)
-        assert not pool.may_have_pairs(row, [("color_family", "no such colour")])
+        assert pool.screen_pairs([row], own) == [True]
+        assert pool.screen_pairs([row, row], [("color_family", "no such colour")]) == [False] * 2

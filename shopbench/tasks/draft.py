@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.catalog.search.index import SearchHit, SearchIndex
+from shopbench.catalog.search.index import SearchIndex, TitledHit
 from shopbench.outcome.spec import Intent, Slot, Voucher
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
@@ -64,13 +64,13 @@ class Sampler:
         self.index = index
         self.window = window
         self._knowledge = knowledge
-        self._searches: OrderedDict[tuple[str, str, tuple[str, ...]], list[SearchHit]] = (
+        self._searches: OrderedDict[tuple[str, str, tuple[str, ...]], list[TitledHit]] = (
             OrderedDict()
         )
         self.memo: dict[str, Any] = {}
         """Per-process values an intent generator computes once (e.g. its question bank)."""
 
-    def slot_hits(self, slot: Slot, phrase: str) -> list[SearchHit]:
+    def slot_hits(self, slot: Slot, phrase: str) -> list[TitledHit]:
         """The top `window` hits for `phrase` under the slot's own filters, best first. The
         last few searches are remembered: the search that proves a description findable
         while drafting is the one the satisfying set is then drawn from."""
@@ -89,10 +89,13 @@ class Sampler:
         """The full product of a pool row (None if the index lacks it)."""
         return self.index.get([self.pool.product_id(row)])[0]
 
-    def products(self, rows: list[int]) -> list[Product]:
-        """The full products of pool rows, in order, skipping any the index lacks."""
-        got = self.index.get([self.pool.product_id(r) for r in rows])
-        return [p for p in got if p is not None]
+    def products(self, rows: list[int]) -> Iterator[Product]:
+        """The full products of pool rows, in order, skipping any the index lacks; each is
+        loaded only when the iteration reaches it (callers often stop early)."""
+        for row in rows:
+            p = self.product(row)
+            if p is not None:
+                yield p
 
     def random_product(self, rng: random.Random) -> Product | None:
         """A uniformly drawn eligible product; None when the pool is empty."""

@@ -8,6 +8,7 @@ solvable in that shop; another shop selling all of them solves it too.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
 from shopbench.catalog.schema import Product
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
@@ -29,8 +30,9 @@ def base_key(p: Product) -> str:
     return p.base_id or p.title.strip().casefold()
 
 
-def distinct_products(candidates: list[Product], k: int) -> list[Product] | None:
-    """The first `k` candidates with distinct base products, or None if there are fewer."""
+def distinct_products(candidates: Iterable[Product], k: int) -> list[Product] | None:
+    """The first `k` candidates with distinct base products, or None if there are fewer
+    (candidates past the `k`-th distinct one are never drawn from the iterable)."""
     chosen: list[Product] = []
     seen: set[str] = set()
     for p in candidates:

@@ -64,8 +64,10 @@ def make_voucher(
 
 
 def _platform_products(s: Sampler, k: int, rng: random.Random) -> list[Product] | Rejection:
-    drawn = [p for p in (s.random_product(rng) for _ in range(k + 4)) if p is not None]
-    chosen = distinct_products(drawn, k)
+    # Every row is drawn first (the generator's state must not depend on what is loaded);
+    # products are then loaded only until `k` distinct ones are found.
+    rows = [s.pool.sample_row(rng) for _ in range(k + 4)]
+    chosen = distinct_products(s.products([r for r in rows if r is not None]), k)
     if chosen is None:
         return Rejection(reason=f"could not draw {k} distinct eligible products")
     return chosen

@@ -26,6 +26,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
@@ -125,6 +126,10 @@ class _Context:
         self._heldout: dict[str, bool] = {}
         pool = Pool(self.catalog, self.target_ok)
         pool.load_pair_text(self.catalog)
+        # Per group number: whether a live task may not list its products.
+        self._unlistable = np.array(
+            [cfg.split == "live" and self._is_heldout(k) for k in pool.group_keys], dtype=bool
+        )
         self.sampler = Sampler(
             pool, self.catalog.index, self.catalog.knowledge, window=cfg.satisfy_window
         )
@@ -149,15 +154,14 @@ class _Context:
         pool = self.sampler.pool
         if not pool.has_pair_text:
             return [True] * len(ids)
-        out: list[bool] = []
-        for row in pool.rows_of(ids):
-            if row is None:
-                out.append(True)  # unknown here: let the loader decide
-                continue
-            group = pool.group_of(row)
-            live_ok = self.cfg.split != "live" or not self._is_heldout(group)
-            out.append(live_ok and pool.may_have_pairs(row, pairs))
-        return out
+        rows = pool.rows_of(ids)
+        known = [r for r in rows if r is not None]
+        unlistable = self._unlistable[pool.groups_of(known)].tolist() if known else []
+        listable = [r for r, out in zip(known, unlistable, strict=True) if not out]
+        passing = {r for r, ok in zip(listable, pool.screen_pairs(listable, pairs),
+                                      strict=True) if ok}  # fmt: skip
+        # An id unknown here passes: the loader decides.
+        return [row is None or row in passing for row in rows]
 
     def _is_heldout(self, group_key: str) -> bool:
         held = self._heldout.get(group_key)

@@ -117,15 +117,18 @@ class Pool:
             return False
         if pc.max(pc.utf8_length(self.product_ids)).as_py() > 19:
             return False
-        numeric = self.product_ids.to_numpy(zero_copy_only=False).astype(np.uint64)
+        # Product ids are digits (Product's pattern), so Arrow parses them as Python would.
+        numeric = pc.cast(self.product_ids, pa.uint64()).to_numpy()
         self._id_order = np.argsort(numeric, kind="stable")
         self._id_sorted = numeric[self._id_order]
         columns = ["sku_options", "attributes"]
         tables = [pq.read_table(catalog.path / f, columns=columns)
                   for f in catalog.manifest.product_files]  # fmt: skip
         table = pa.concat_tables(tables)
-        self._sku_text = table.column("sku_options").combine_chunks()
-        self._attr_text = table.column("attributes").combine_chunks()
+        # Kept in chunks: rows are read one at a time, and joining the chunks would copy
+        # hundreds of megabytes of text in every worker.
+        self._sku_text = table.column("sku_options")
+        self._attr_text = table.column("attributes")
         return True
 
     @property
@@ -142,22 +145,29 @@ class Pool:
         at = np.minimum(np.searchsorted(self._id_sorted, keys), len(self._id_sorted) - 1)
         rows = self._id_order[at]
         hit = self._id_sorted[at] == keys
-        out: list[int | None] = []
-        for pid, row, ok in zip(product_ids, rows.tolist(), hit.tolist(), strict=True):
-            # Equal numbers can differ as text ("007" vs "7"): confirm the id itself.
-            out.append(row if ok and self.product_id(row) == pid else None)
+        # Equal numbers can differ as text ("007" vs "7"): confirm the id itself.
+        texts = self.product_ids.take(pa.array(rows, type=pa.int64())).to_pylist()
+        return [
+            row if ok and text == pid else None
+            for pid, row, ok, text in zip(product_ids, rows.tolist(), hit.tolist(), texts,
+                                          strict=True)
+        ]  # fmt: skip
+
+    def screen_pairs(self, rows: Sequence[int], pairs: Sequence[tuple[str, str]]) -> list[bool]:
+        """For each row, a necessary condition for its product to offer every (key, value)
+        pair: each value, JSON-encoded, appears in its stored SKU options or attributes."""
+        if not pairs:
+            return [True] * len(rows)
+        needles = [(json.dumps(v, ensure_ascii=False), json.dumps(v)) for _, v in pairs]
+        out: list[bool] = []
+        for row in rows:
+            text = str(self._sku_text[row].as_py()) + str(self._attr_text[row].as_py())
+            out.append(all(plain in text or escaped in text for plain, escaped in needles))
         return out
 
-    def may_have_pairs(self, row: int, pairs: Sequence[tuple[str, str]]) -> bool:
-        """A necessary condition for a product to offer every (key, value) pair: each value,
-        JSON-encoded, appears in its stored SKU options or attributes."""
-        if not pairs:
-            return True
-        text = str(self._sku_text[row].as_py()) + str(self._attr_text[row].as_py())
-        for _, v in pairs:
-            if json.dumps(v, ensure_ascii=False) not in text and json.dumps(v) not in text:
-                return False
-        return True
+    def groups_of(self, rows: Sequence[int]) -> np.ndarray:
+        """The group numbers (indices into ``group_keys``) of these rows."""
+        return self.row_group[np.asarray(rows, dtype=np.int64)]
 
     def __len__(self) -> int:
         """The number of target-eligible rows."""

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import PriceRange
-from shopbench.catalog.search.index import SearchHit, SearchIndex
+from shopbench.catalog.search.index import SearchIndex, TitledHit
 from shopbench.outcome.grader import DEFAULT_MATCHER, grade, grade_slot
 from shopbench.outcome.spec import Slot
 from shopbench.outcome.title import (
@@ -76,14 +76,11 @@ class CachedLexicalMatcher(LexicalTitleMatcher):
         return 2 * len(a & b) / (len(a) + len(b))
 
 
-@lru_cache(maxsize=1 << 18)
-def _word_bounds(title: str) -> tuple[frozenset[str], frozenset[str], int]:
-    """An ASCII title's raw lower-cased words, those ending in "s" without it, and a lower
-    bound on its token count."""
-    words = frozenset(_RAW_TOKEN.findall(title.lower()))
-    stripped = frozenset(w[:-1] for w in words if w[-1] == "s")
-    kept = {w[:-1] if w[-1] == "s" else w for w in words if w.isalpha() and w not in _MAY_VANISH}
-    return words, stripped, len(kept)
+def _kept_count(words: frozenset[str]) -> int:
+    """A lower bound on the token count of a title with these raw words (at most as many)."""
+    return len(
+        {w[:-1] if w[-1] == "s" else w for w in words if w.isalpha() and w not in _MAY_VANISH}
+    )
 
 
 class TitleScreen:
@@ -92,12 +89,14 @@ class TitleScreen:
     :meth:`may_match` is a necessary condition for a lexical title match, much cheaper than
     the match. Dice(A, B) >= t means 2|A ∩ B| >= t(|A| + |B|). For an ASCII title, case
     folding is lower-casing and accent stripping does nothing, so each real token is a raw
-    lower-cased word or that word without a trailing "s": counting the raw words in B plus
-    the "s"-stripped words in B bounds |A ∩ B| from above. Letters-only words that no noise
-    rule can drop always stay tokens, and counting them with any trailing "s" stripped (which
-    merges at least as much as the real plural rule) bounds |A| from below. A candidate
-    failing the inequality with these bounds cannot match. Non-ASCII titles are tokenized
-    for real.
+    lower-cased word or that word without a trailing "s": counting the raw words that are in
+    B, plus those that are a word of B with an "s" added, bounds |A ∩ B| from above.
+    Letters-only words that no noise rule can drop always stay tokens, and counting them with
+    any trailing "s" stripped (which merges at least as much as the real plural rule) bounds
+    |A| from below; the raw word count bounds it from above. A candidate failing the
+    inequality with these bounds cannot match (the lower bound on |A| is counted only when
+    the cheaper ends, 0 and the raw word count, do not decide). Non-ASCII titles are
+    tokenized for real.
 
     :meth:`matches` is the matcher's verdict, with the target titles tokenized once rather
     than once per candidate (the lexical matcher's Dice coefficient of token sets).
@@ -110,6 +109,8 @@ class TitleScreen:
         self._active = type(matcher) in (LexicalTitleMatcher, CachedLexicalMatcher)
         self._threshold = matcher.knowledge_threshold if knowledge else matcher.threshold
         self._targets = [cached_title_tokens(x) for x in targets]
+        # A raw word is a target's token x in one of two forms: x itself, or x + "s".
+        self._plurals = [frozenset(x + "s" for x in b) for b in self._targets]
 
     def may_match(self, title: str) -> bool:
         """False only when `title` certainly matches none of the target titles."""
@@ -119,11 +120,18 @@ class TitleScreen:
         if not title.isascii():
             a = title_tokens(title)
             return any(2 * len(a & b) >= t * (len(a) + len(b)) - 1e-9 for b in self._targets)
-        words, stripped, n_kept = _word_bounds(title)
-        for b in self._targets:
+        words = frozenset(_RAW_TOKEN.findall(title.lower()))
+        n_kept: int | None = None
+        for b, plurals in zip(self._targets, self._plurals, strict=True):
             # An upper bound on |A ∩ B|: a word and its "s"-less form may both count.
-            shared = len(words & b) + len(stripped & b)
-            if 2 * shared >= t * (n_kept + len(b)) - 1e-9:
+            twice_shared = 2 * (len(words & b) + len(words & plurals))
+            if twice_shared < t * len(b) - 1e-9:
+                continue
+            if twice_shared >= t * (len(words) + len(b)) - 1e-9:
+                return True
+            if n_kept is None:
+                n_kept = _kept_count(words)
+            if twice_shared >= t * (n_kept + len(b)) - 1e-9:
                 return True
         return False
 
@@ -214,16 +222,17 @@ def with_answer(phrase: str, answer: str, kind: str) -> str:
     return f"{answer} {phrase}" if kind == "brand" else f"{phrase} {answer}"
 
 
-def phrase_search(index: SearchIndex, slot: Slot, phrase: str, window: int) -> list[SearchHit]:
+def phrase_search(index: SearchIndex, slot: Slot, phrase: str, window: int) -> list[TitledHit]:
     """The top `window` hits for `phrase` under the slot's own filters (price bound,
-    services), best first; empty when the slot's price bounds contradict each other."""
+    services), best first, as ids and titles; empty when the slot's price bounds contradict
+    each other."""
     price = slot_price_range(slot)
     if price is False:
         return []
-    return index.search(phrase, price=price, service=list(slot.service or []), window=window)
+    return index.search_titles(phrase, price=price, service=list(slot.service or []), window=window)
 
 
-def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[SearchHit]:
+def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[TitledHit]:
     """The top `window` hits for slot `i`'s phrase under the slot's own filters."""
     return phrase_search(index, task.reward[i], search_phrase(task, i), window)
 
@@ -236,7 +245,7 @@ def satisfying_set(
     matcher: TitleMatcher | None = None,
     window: int = SATISFY_WINDOW,
     allow: Allow | None = None,
-    hits: list[SearchHit] | None = None,
+    hits: list[TitledHit] | None = None,
     screen_ids: CandidateScreen | None = None,
 ) -> list[str]:
     """The catalog ids that satisfy slot `i` of `task`, in search rank order, target first.

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import tantivy
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -55,7 +56,7 @@ from shopbench.catalog.search.ranking import (
 from shopbench.catalog.search.writer import INDEX_FORMAT, MARKER, IndexWriter
 from shopbench.errors import CatalogError
 
-__all__ = ["IndexWriter", "SearchHit", "SearchIndex", "parse_price"]
+__all__ = ["IndexWriter", "SearchHit", "SearchIndex", "TitledHit", "parse_price"]
 
 _MIN_HEAP_MB_PER_THREAD = 16  # tantivy refuses less than 15 MB of writer heap per thread
 
@@ -76,6 +77,13 @@ class SearchHit(BaseModel):
     service: list[str]
     sold_count: int
     score: float
+
+
+class TitledHit(NamedTuple):
+    """A hit's product id and title, in its window's order (:meth:`SearchIndex.search_titles`)."""
+
+    product_id: str
+    title: str
 
 
 class SearchIndex:
@@ -188,16 +196,7 @@ class SearchIndex:
         string). Invalid arguments raise SearchError naming the argument and allowed values.
         """
         sort = check_sort(sort)
-        window = check_window(window)
-        filters = Filters(
-            self._schema, check_shop_id(shop_id), check_price(price), check_services(service)
-        )
-        terms = query_terms(q) if isinstance(q, str) else []
-        if terms:
-            picked = self._ranker.top_window(terms, filters, window)
-        else:
-            picked = self._ranker.top_sellers(filters, window)
-        hits = self._hits(picked)
+        hits = self._hits(self._window(q, shop_id, price, service, window))
         if sort == "priceasc":
             hits.sort(key=lambda h: h.price)
         elif sort == "pricedesc":
@@ -206,6 +205,38 @@ class SearchIndex:
             hits.sort(key=lambda h: -h.sold_count)
         # list.sort is stable: hits equal on the sort key keep their ranking order.
         return hits
+
+    def search_titles(
+        self,
+        q: str,
+        *,
+        price: PriceRange | str | None = None,
+        service: Sequence[str] | str = (),
+        window: int = WINDOW,
+    ) -> list[TitledHit]:
+        """The product id and title of each hit of :meth:`search`'s window (default order),
+        without the rest of the hit: for callers that read only these of many windows, as
+        task generation does. Arguments and errors as :meth:`search`'s."""
+        picked = self._window(q, None, price, service, window)
+        return [TitledHit(*row) for row in self._table.titles([F.row_of(r) for _, r in picked])]
+
+    def _window(
+        self,
+        q: str,
+        shop_id: str | None,
+        price: PriceRange | str | None,
+        service: Sequence[str] | str,
+        window: int,
+    ) -> list[Ranked]:
+        """The ranked window of a search, before any sort (arguments checked here)."""
+        window = check_window(window)
+        filters = Filters(
+            self._schema, check_shop_id(shop_id), check_price(price), check_services(service)
+        )
+        terms = query_terms(q) if isinstance(q, str) else []
+        if terms:
+            return self._ranker.top_window(terms, filters, window)
+        return self._ranker.top_sellers(filters, window)
 
     def find(
         self,
