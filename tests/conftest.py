@@ -44,3 +44,13 @@ def env(catalog):  # type: ignore[no-untyped-def]
     from shopbench.env import ShoppingEnv
 
     return ShoppingEnv(catalog)
+
+
+@pytest.fixture(scope="module")
+def server():  # type: ignore[no-untyped-def]
+    """A fake OpenAI-compatible judge server (tests/fake_openai.py) on a loopback port, one
+    per test module; each module resets it to the state its tests start from."""
+    from fake_openai import FakeJudgeServer, running
+
+    with running(FakeJudgeServer()) as s:
+        yield s

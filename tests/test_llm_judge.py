@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,9 @@ pytest.importorskip("uvicorn")
 
 from fake_openai import (  # noqa: E402
     FakeJudgeServer,
+    RecordedSleeps,
     free_port,
     judge_reply,
-    running,
     strip_blocks,
 )
 from judge_agents import Careful, Narrator, details, hit, make_tasks, play, record  # noqa: E402
@@ -63,22 +62,6 @@ RUBRIC = load_rubric()
 NAMES = [c.name for c in RUBRIC.criteria]
 
 
-class Sleeps:
-    """An injected backoff that records the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeJudgeServer]:
-    with running(FakeJudgeServer()) as s:
-        yield s
-
-
 @pytest.fixture(autouse=True)
 def fresh(server: FakeJudgeServer) -> None:
     server.reset(MODEL)
@@ -93,7 +76,7 @@ def episodes(catalog: Any) -> dict[str, list[Trajectory]]:
 
 
 def judge_for(
-    server: FakeJudgeServer, *models: str, sleeps: Sleeps | None = None, **options: Any
+    server: FakeJudgeServer, *models: str, sleeps: RecordedSleeps | None = None, **options: Any
 ) -> LLMJudge:
     override = options.pop("override", bool(models))
     release = options.pop("release", RELEASE)
@@ -101,7 +84,7 @@ def judge_for(
     cfg = {"retries": 2, "backoff_s": 0.5, "request_timeout_s": 5.0, **options}
     endpoints = [Endpoint(base_url=server.url, model=m) for m in (models or (MODEL,))]
     config = LLMJudgeConfig(endpoints=endpoints, release=release, override=override, **cfg)
-    return LLMJudge(config, rubric=RUBRIC, cache=cache, sleep=sleeps or Sleeps())
+    return LLMJudge(config, rubric=RUBRIC, cache=cache, sleep=sleeps or RecordedSleeps())
 
 
 def assess(judge: LLMJudge, t: Trajectory | dict[str, Any]) -> Any:
@@ -370,12 +353,12 @@ def test_the_ensemble_takes_the_median_of_its_members(
 def test_transient_failures_are_retried_with_backoff_and_retry_after(
     server: FakeJudgeServer, episodes: dict[str, list[Trajectory]]
 ) -> None:
-    sleeps = Sleeps()
+    sleeps = RecordedSleeps()
     server.plan(MODEL, "429", "503")
     v = assess(judge_for(server, sleeps=sleeps, override=False), episodes["careful"][0])
     assert v.score == 0.9 and len(server.chats()) == 3
     assert sleeps.waits == [3.0, 1.0]  # the server's Retry-After, then the doubled backoff
-    capped = Sleeps()
+    capped = RecordedSleeps()
     server.plan(MODEL, "429")
     assess(judge_for(server, sleeps=capped, override=False, max_backoff_s=0.25),
            episodes["careful"][1])
@@ -419,7 +402,7 @@ def test_an_endpoint_that_is_down_or_too_slow_in_all_falls_back(
 ) -> None:
     down = LLMJudge(LLMJudgeConfig(
         endpoints=[Endpoint(base_url=f"http://127.0.0.1:{free_port()}/v1", model=MODEL)],
-        release=RELEASE, retries=1, backoff_s=0.0), rubric=RUBRIC, sleep=Sleeps())
+        release=RELEASE, retries=1, backoff_s=0.0), rubric=RUBRIC, sleep=RecordedSleeps())
     v = asyncio.run(down.ajudge(episodes["careful"][0]))
     assert is_fallback(v) and "unavailable (down)" in v.notes[-1] and "ConnectError" in v.notes[-1]
 
@@ -502,7 +485,7 @@ def test_the_identity_is_remembered_for_its_ttl(
     now = [0.0]
     config = LLMJudgeConfig(endpoints=[Endpoint(base_url=server.url, model=MODEL)],
                             release=RELEASE, identity_ttl_s=60)
-    judge = LLMJudge(config, rubric=RUBRIC, sleep=Sleeps(), clock=lambda: now[0])
+    judge = LLMJudge(config, rubric=RUBRIC, sleep=RecordedSleeps(), clock=lambda: now[0])
     for t in episodes["careful"][:2]:
         judge.judge(t)
     assert server.model_list_requests == 1

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from fake_openai import FakeJudgeServer, free_port, running  # noqa: E402
+from fake_openai import FakeJudgeServer, RecordedSleeps, free_port  # noqa: E402
 
 from shopbench.agents.registry import API_KEY_VARIABLES as POLICY_KEYS  # noqa: E402
 from shopbench.agents.registry import make_policy  # noqa: E402
@@ -38,22 +37,6 @@ from shopbench.tasks.model import Task  # noqa: E402
 from shopbench.tasks.paraphrase import ParaphraseConfig, must_keep, paraphrase  # noqa: E402
 
 MODEL = "tiny/model"
-
-
-class Waits:
-    """An injected sleep that records the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.seconds.append(seconds)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeJudgeServer]:
-    with running(FakeJudgeServer()) as s:
-        yield s
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +81,7 @@ def test_the_paraphraser_waits_what_the_server_asks_then_keeps_the_rewrite(
     rewrite = "Hi! I'd like " + " and ".join(must_keep(task)) + ", please."
     server.says[MODEL] = rewrite
     server.plan(MODEL, "503_retry", "429_date")
-    waits = Waits()
+    waits = RecordedSleeps()
     out, report = paraphrase(
         ParaphraseConfig(base_url=server.url, model=MODEL, backoff_s=0.5), [task], sleep=waits
     )
@@ -106,21 +89,21 @@ def test_the_paraphraser_waits_what_the_server_asks_then_keeps_the_rewrite(
     assert len(server.chats(MODEL)) == 3  # a 503, a 429, then the rewrite
     # The 503's Retry-After (2 s), then the seconds until the 429's HTTP date (4 s ahead,
     # at a whole second's resolution), never the paraphraser's own 0.5 s backoff.
-    assert waits.seconds[0] == 2.0 and 2.0 < waits.seconds[1] <= 4.0
+    assert waits.waits[0] == 2.0 and 2.0 < waits.waits[1] <= 4.0
 
 
 def test_a_paraphrase_that_stays_rate_limited_keeps_the_template_with_the_reason(
     server: FakeJudgeServer,
 ) -> None:
     server.plan(MODEL, "429", "429", "429")
-    waits = Waits()
+    waits = RecordedSleeps()
     out, report = paraphrase(
         ParaphraseConfig(base_url=server.url, model=MODEL, retries=2, max_backoff_s=2.5),
         [_task()], sleep=waits,
     )  # fmt: skip
     assert out[0].query == _task().query
     assert report.kept == {"endpoint error (rate_limited)": 1}
-    assert waits.seconds == [2.5, 2.5]  # Retry-After: 3, capped at max_backoff_s
+    assert waits.waits == [2.5, 2.5]  # Retry-After: 3, capped at max_backoff_s
 
 
 # -- the client ---------------------------------------------------------------------------
@@ -128,17 +111,17 @@ def test_a_paraphrase_that_stays_rate_limited_keeps_the_template_with_the_reason
 
 def test_backoff_doubles_with_jitter_taken_off_each_wait(server: FakeJudgeServer) -> None:
     server.plan(MODEL, "503", "503", "503")
-    waits = Waits()
+    waits = RecordedSleeps()
     client = OpenAIClient(config(retries=3, jitter=0.5), sleep=waits, rng=random.Random(7))
     assert chat(client, server.url)["choices"]
-    assert len(waits.seconds) == 3
-    for wait, full in zip(waits.seconds, [1.0, 2.0, 4.0], strict=True):
+    assert len(waits.waits) == 3
+    for wait, full in zip(waits.waits, [1.0, 2.0, 4.0], strict=True):
         assert full / 2 <= wait <= full
     server.plan(MODEL, "503", "503", "503")
-    again = Waits()
+    again = RecordedSleeps()
     assert chat(OpenAIClient(config(retries=3, jitter=0.5), sleep=again,
                              rng=random.Random(7)), server.url)  # fmt: skip
-    assert again.seconds == waits.seconds  # the jitter comes from the injected generator
+    assert again.waits == waits.waits  # the jitter comes from the injected generator
 
 
 @pytest.mark.parametrize(
@@ -157,7 +140,7 @@ def test_failures_are_typed_and_only_transient_ones_are_retried(
 ) -> None:
     server.slow_s = 1.0
     server.plan(MODEL, *plan)
-    waits = Waits()
+    waits = RecordedSleeps()
     timeout = 0.2 if "slow" in plan else 5.0
     client = OpenAIClient(config(request_timeout_s=timeout), sleep=waits)
 
@@ -174,16 +157,16 @@ def test_failures_are_typed_and_only_transient_ones_are_retried(
     with pytest.raises(error) as e:
         ask()
     assert e.value.kind == kind  # type: ignore[attr-defined]
-    assert len(server.chats(MODEL)) == requests and len(waits.seconds) == requests - 1
+    assert len(server.chats(MODEL)) == requests and len(waits.waits) == requests - 1
     assert str(e.value).startswith(f"{server.url}/chat/completions: ")
 
 
 def test_an_unreachable_server_is_unavailable_after_the_retries() -> None:
-    waits = Waits()
+    waits = RecordedSleeps()
     client = OpenAIClient(config(retries=1, backoff_s=0.25), sleep=waits)
     with pytest.raises(EndpointError, match="ConnectError") as e:
         chat(client, f"http://127.0.0.1:{free_port()}/v1")
-    assert e.value.kind == "down" and e.value.transient and waits.seconds == [0.25]
+    assert e.value.kind == "down" and e.value.transient and waits.waits == [0.25]
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:

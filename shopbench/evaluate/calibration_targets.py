@@ -7,15 +7,14 @@ experiment) and :func:`check_targets` measures a calibration against it.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.datafiles import load_toml
 from shopbench.evaluate.calibration_report import CalibrationError, PolicySummary
 
 TARGETS_FILE = "calibration_targets.toml"
@@ -97,26 +96,10 @@ def load_targets(path: str | Path | None = None) -> CalibrationTargets:
 
     Raises :class:`CalibrationError` naming the file, the entry and what is wrong with it.
     """
-    if path is None:
-        where = f"shopbench/evaluate/data/{TARGETS_FILE}"
-        text = resources.files("shopbench.evaluate").joinpath("data", TARGETS_FILE).read_text()
-    else:
-        where = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise CalibrationError(f"{where}: cannot read targets ({e.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise CalibrationError(f"{where}: not TOML ({e})") from None
-    try:
-        return CalibrationTargets.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
-        raise CalibrationError(f"{where}: {loc + ': ' if loc else ''}{msg}") from None
+    return load_toml(
+        CalibrationTargets, path, package="shopbench.evaluate", name=TARGETS_FILE,
+        what="targets", error=CalibrationError,
+    )
 
 
 def _measure(

@@ -10,13 +10,12 @@ judge-directed text. :func:`load_rubric` reads and validates one.
 from __future__ import annotations
 
 import re
-import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from shopbench.datafiles import load_toml
 from shopbench.judging.judge import JudgeError
 from shopbench.judging.rubric.checks import CHECKS, RubricParams
 from shopbench.judging.rubric.evidence import EvidenceRules
@@ -151,24 +150,7 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
 
     Raises :class:`JudgeError` naming the file and what is wrong with it.
     """
-    if path is None:
-        where = f"shopbench/judging/rubric/data/{DEFAULT_RUBRIC}"
-        data = resources.files("shopbench.judging.rubric").joinpath("data", DEFAULT_RUBRIC)
-        text = data.read_text()
-    else:
-        where = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as e:
-            raise JudgeError(f"{where}: cannot read rubric file ({e.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise JudgeError(f"{where}: not TOML ({e})") from None
-    try:
-        return Rubric.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
-        raise JudgeError(f"{where}: {loc + ': ' if loc else ''}{msg}") from None
+    return load_toml(
+        Rubric, path, package="shopbench.judging.rubric", name=DEFAULT_RUBRIC,
+        what="rubric file", error=JudgeError,
+    )
