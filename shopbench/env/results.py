@@ -29,8 +29,8 @@ RECOMMENDED = "Having recommended the products to the user: "
 TERMINATED = "The interaction has been completed with status: "
 
 
-class ProductHit(BaseModel):
-    """One find_product result row."""
+class Listing(BaseModel):
+    """What every product observation shows first, in this order."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -39,19 +39,17 @@ class ProductHit(BaseModel):
     title: str
     price: float = Field(description="in pesos")
     service: tuple[Service, ...]
+
+
+class ProductHit(Listing):
+    """One find_product result row."""
+
     sold_count: int
 
 
-class ProductDetails(BaseModel):
+class ProductDetails(Listing):
     """One view_product_information result: a product's details."""
 
-    model_config = ConfigDict(frozen=True)
-
-    product_id: str = Field(description="the product's episode token")
-    shop_id: str = Field(description="its shop's episode token")
-    title: str
-    price: float = Field(description="in pesos")
-    service: tuple[Service, ...]
     short_description: str
     description: str = Field(description="cut to the episode's description limit")
     sku_options: dict[str, dict[str, str]] = Field(
