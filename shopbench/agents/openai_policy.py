@@ -21,11 +21,11 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.openai_compat.client import OpenAIClient, Sleep
-from shopbench.openai_compat.config import ClientConfig
+from shopbench.openai_compat.config import EndpointSettings
 from shopbench.openai_compat.errors import MalformedReply
 from shopbench.openai_compat.urls import chat_url
 
@@ -34,7 +34,7 @@ _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _MAX_CONNECTIONS = 100  # httpx's own default pool size, which the policy always had
 
 
-class OpenAIPolicyConfig(BaseModel):
+class OpenAIPolicyConfig(EndpointSettings):
     """How to talk to one OpenAI-compatible endpoint."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -47,18 +47,6 @@ class OpenAIPolicyConfig(BaseModel):
     max_tokens: int | None = Field(default=8192, ge=1, description="tokens per reply")
     seed: int | None = Field(default=None, description="sampling seed, when the server takes one")
     request_timeout_s: float = Field(default=300.0, gt=0, description="seconds per request")
-    connect_timeout_s: float = Field(default=10.0, gt=0, description="seconds to connect")
-    retries: int = Field(default=2, ge=0, description="retries of a transient failure")
-    backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
-    max_backoff_s: float = Field(
-        default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
-    )
-    jitter: float = Field(
-        default=0.1, ge=0, le=1,
-        description="up to this fraction of each backoff wait is taken off at random, so "
-        "episodes failing together do not retry together",
-    )  # fmt: skip
-    max_response_bytes: int = Field(default=4 << 20, ge=1024, description="reply size cap")
     reasoning_history: Literal["think", "field", "drop"] = Field(
         default="think",
         description="earlier reasoning sent back as <think> in the content (what Qwen3's "
@@ -73,19 +61,6 @@ class OpenAIPolicyConfig(BaseModel):
         """The chat-completions URL: the base URL (``/v1`` added when it has no path)."""
         return chat_url(self.base_url)
 
-    def client_config(self) -> ClientConfig:
-        """The HTTP client's settings: this config's timeouts, retries and size cap."""
-        return ClientConfig(
-            request_timeout_s=self.request_timeout_s,
-            connect_timeout_s=self.connect_timeout_s,
-            retries=self.retries,
-            backoff_s=self.backoff_s,
-            max_backoff_s=self.max_backoff_s,
-            jitter=self.jitter,
-            max_response_bytes=self.max_response_bytes,
-            max_connections=_MAX_CONNECTIONS,
-        )
-
 
 class OpenAIPolicy:
     """An agent whose turns come from a chat-completions endpoint.
@@ -98,7 +73,7 @@ class OpenAIPolicy:
     def __init__(self, config: OpenAIPolicyConfig, *, sleep: Sleep | None = None) -> None:
         self.config = config
         self.name = f"openai:{config.model}"
-        self._client = OpenAIClient(config.client_config(), sleep=sleep)
+        self._client = OpenAIClient(config.client_config(_MAX_CONNECTIONS), sleep=sleep)
 
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]

@@ -24,7 +24,7 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.openai_compat.client import OpenAIClient, Sleep
-from shopbench.openai_compat.config import ClientConfig
+from shopbench.openai_compat.config import EndpointSettings
 from shopbench.openai_compat.errors import EndpointFailure, MalformedReply
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
@@ -39,10 +39,10 @@ _SERVICE_NAMES = {
 API_KEY_VARIABLES = ("SHOPBENCH_PARAPHRASE_KEY",)
 """Environment variables read, in order, for the paraphrasing endpoint's bearer token (by
 :func:`shopbench.openai_compat.keys.api_key_from_env`)."""
-_MAX_REPLY_BYTES = 1 << 20  # a rewrite is at most max_tokens long; this only stops a flood
+_MAX_CONNECTIONS = 4
 
 
-class ParaphraseConfig(BaseModel):
+class ParaphraseConfig(EndpointSettings):
     """Where and how to paraphrase."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,25 +51,13 @@ class ParaphraseConfig(BaseModel):
     model: str = Field(min_length=1, description="model name the server serves")
     api_key: str | None = Field(default=None, description="bearer token, if the server wants one")
     temperature: float = Field(default=0.7, ge=0, le=2, description="sampling temperature")
-    timeout_s: float = Field(default=60.0, gt=0, description="per-request timeout")
+    request_timeout_s: float = Field(default=60.0, gt=0, description="seconds per request")
+    connect_timeout_s: float = Field(default=60.0, gt=0, description="seconds to connect")
     max_tokens: int = Field(default=512, ge=16, description="longest rewrite accepted")
-    retries: int = Field(default=2, ge=0, description="retries of a transient failure")
-    backoff_s: float = Field(default=0.5, ge=0, description="first retry delay; doubles")
-    max_backoff_s: float = Field(
-        default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
-    )
-    jitter: float = Field(
-        default=0.1, ge=0, le=1,
-        description="up to this fraction of each backoff wait is taken off at random",
-    )
-
-    def client_config(self) -> ClientConfig:
-        """The HTTP client's settings (`timeout_s` bounds connecting too, as it always did)."""
-        return ClientConfig(
-            request_timeout_s=self.timeout_s, connect_timeout_s=self.timeout_s,
-            retries=self.retries, backoff_s=self.backoff_s, max_backoff_s=self.max_backoff_s,
-            jitter=self.jitter, max_response_bytes=_MAX_REPLY_BYTES, max_connections=4,
-        )  # fmt: skip
+    max_response_bytes: int = Field(
+        default=1 << 20, ge=1024,
+        description="reply size cap (a rewrite is at most max_tokens long; this stops a flood)",
+    )  # fmt: skip
 
 
 class ParaphraseReport(BaseModel):
@@ -145,7 +133,7 @@ class Paraphraser:
 
     def __init__(self, config: ParaphraseConfig, *, sleep: Sleep | None = None) -> None:
         self.config = config
-        self._client = OpenAIClient(config.client_config(), sleep=sleep)
+        self._client = OpenAIClient(config.client_config(_MAX_CONNECTIONS), sleep=sleep)
         self._system = _prompt()
 
     async def aclose(self) -> None:

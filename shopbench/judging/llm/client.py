@@ -16,7 +16,6 @@ from typing import Any
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
 from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.openai_compat.client import OpenAIClient, Sleep
-from shopbench.openai_compat.config import ClientConfig
 from shopbench.openai_compat.errors import EndpointFailure
 
 __all__ = ["Failure", "JudgeClient", "Sleep"]
@@ -32,20 +31,6 @@ class Failure(JudgeUnavailable):
         self.body = failure.body
 
 
-def client_config(config: LLMJudgeConfig) -> ClientConfig:
-    """The HTTP client's settings of a judge config (its pool is 4 connections a slot)."""
-    return ClientConfig(
-        request_timeout_s=config.request_timeout_s,
-        connect_timeout_s=config.connect_timeout_s,
-        retries=config.retries,
-        backoff_s=config.backoff_s,
-        max_backoff_s=config.max_backoff_s,
-        jitter=config.jitter,
-        max_response_bytes=config.max_response_bytes,
-        max_connections=config.concurrency * 4,
-    )
-
-
 class JudgeClient:
     """Posts chat completions and reads ``/v1/models`` for the judge.
 
@@ -55,7 +40,8 @@ class JudgeClient:
 
     def __init__(self, config: LLMJudgeConfig, sleep: Sleep | None = None) -> None:
         self.config = config
-        self._client = OpenAIClient(client_config(config), sleep=sleep)
+        # a pool of 4 connections per request slot
+        self._client = OpenAIClient(config.client_config(config.concurrency * 4), sleep=sleep)
 
     async def aclose(self) -> None:
         """Close the connection pool of the current loop."""

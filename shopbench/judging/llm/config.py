@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.judging.llm.errors import JudgeSpecError
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
+from shopbench.openai_compat.config import EndpointSettings
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
 from shopbench.openai_compat.urls import api_root, chat_url, models_url
 
@@ -62,7 +63,7 @@ class Endpoint(BaseModel):
         return f"{self.model}@{self.base_url}"
 
 
-class LLMJudgeConfig(BaseModel):
+class LLMJudgeConfig(EndpointSettings):
     """Everything an :class:`~shopbench.judging.llm.judge.LLMJudge` is built with."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,13 +78,8 @@ class LLMJudgeConfig(BaseModel):
         "other than the release's; each is checked against its own name instead",
     )
     quorum: int = Field(default=1, ge=1, description="members that must answer for a verdict")
-    request_timeout_s: float = Field(default=120.0, gt=0, description="seconds per request")
     connect_timeout_s: float = Field(default=5.0, gt=0, description="seconds to connect")
-    retries: int = Field(default=2, ge=0, description="retries of a transient failure")
     backoff_s: float = Field(default=1.0, ge=0, description="first retry delay; doubles")
-    max_backoff_s: float = Field(
-        default=20.0, ge=0, description="longest wait between tries, a server's Retry-After too"
-    )
     jitter: float = Field(
         default=0.0, ge=0, le=1,
         description="up to this fraction of each backoff wait is taken off at random; 0: the "
