@@ -41,7 +41,7 @@ def catalog(catalog_dir: Path):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def env(catalog):  # type: ignore[no-untyped-def]
     """A shopping environment over the 2,000-product catalog (one per test module)."""
-    from shopbench.env import ShoppingEnv
+    from shopbench.env.env import ShoppingEnv
 
     return ShoppingEnv(catalog)
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from shopbench.agents.registry import make_policy
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.report import build_report
 from shopbench.evaluate.runner import EvalConfig, run_evaluation
 from shopbench.tasks.model import Task

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from shopbench.env import EpisodeLimits, ShoppingEnv
+from shopbench.chat import EpisodeLimits
+from shopbench.env.env import ShoppingEnv
 from shopbench.env.knowledge_index import KnowledgeIndex, snippet
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task

@@ -19,7 +19,7 @@ from shopbench.archive.jsonl import read_trajectories
 from shopbench.chat import ChatMessage
 from shopbench.cli import app
 from shopbench.commands.env import free_task, play_key
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.env.tokens import TokenBook
 from shopbench.errors import TaskError
 from shopbench.outcome.spec import Slot

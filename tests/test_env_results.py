@@ -11,7 +11,7 @@ import pytest
 
 from shopbench.catalog.schema import Product
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.env.results import (
     ProductDetails,
     ProductHit,

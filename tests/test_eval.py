@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from shopbench.agents.registry import PolicySpecError, make_policy
 from shopbench.chat import AssistantMessage, FunctionCall, ToolCall
 from shopbench.commands.evaluate import register
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.report import (
     REPORT_JSON,
     REPORT_MD,

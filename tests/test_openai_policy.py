@@ -22,7 +22,7 @@ import pytest
 
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig, parse_completion
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.openai_compat.errors import EndpointError, EndpointTimeout, MalformedReply
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task
@@ -312,7 +312,7 @@ def test_an_endpoint_that_refuses_ends_the_episode(env: ShoppingEnv, task: Task)
 def test_broken_arguments_from_the_model_reach_the_agent_as_an_error(
     server: tuple[Server, str], catalog: Any, task: Task
 ) -> None:
-    from shopbench.env import EpisodeLimits
+    from shopbench.chat import EpisodeLimits
 
     _, url = server
     env2 = ShoppingEnv(catalog, EpisodeLimits(max_turns=2))

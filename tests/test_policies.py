@@ -18,7 +18,7 @@ from shopbench.agents.reference.query_reading import (
     requested_pairs,
 )
 from shopbench.agents.registry import SERVABLE_POLICIES, make_policy
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import PriceBound, Voucher
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
@@ -269,7 +269,7 @@ def test_reference_policies_are_deterministic_and_stateless(
 def test_careful_keeps_to_the_turn_budget_the_system_prompt_states(
     catalog: Any, tasks: list[Task]
 ) -> None:
-    from shopbench.env import EpisodeLimits
+    from shopbench.chat import EpisodeLimits
 
     tight = ShoppingEnv(catalog, EpisodeLimits(max_turns=7))
     for t in play_all(tight, tasks, CarefulPolicy(seed=5)):

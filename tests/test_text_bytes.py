@@ -20,7 +20,7 @@ from shopbench.chat import (
     FunctionCall,
     ToolCall,
 )
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.judging.record import MAX_JUDGED_TEXT_BYTES, read_record, turn_text
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.outcome.spec import Slot

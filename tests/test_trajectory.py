@@ -12,8 +12,8 @@ import pytest
 
 from shopbench.agents.reference import CarefulPolicy
 from shopbench.archive.signing import sign_trajectory, verify_trajectory
-from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
-from shopbench.env import EpisodeLimits, ShoppingEnv
+from shopbench.chat import AssistantMessage, ChatMessage, EpisodeLimits, FunctionCall, ToolCall
+from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode

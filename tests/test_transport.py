@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 
 from shopbench.agents.reference import CarefulPolicy
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
-from shopbench.env import ShoppingEnv
+from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode

@@ -4,9 +4,3 @@
 runs ShoppingBench's tools (find_product, view_product_information, recommend_product,
 terminate, and web_search on knowledge tasks) and answers with the text the agent sees.
 """
-
-from shopbench.chat import EpisodeLimits
-from shopbench.env.env import ShoppingEnv
-from shopbench.env.episode import Episode, Observation, ToolCallRecord
-
-__all__ = ["Episode", "EpisodeLimits", "Observation", "ShoppingEnv", "ToolCallRecord"]
