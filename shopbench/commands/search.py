@@ -1,4 +1,5 @@
-"""`shopbench search` (find_product from the command line) and `shopbench bench search`."""
+"""`shopbench search` (find_product from the command line), `shopbench bench search` and
+`shopbench bench relevance`."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Annotated
 
 import typer
 
+from shopbench.bench.relevance import RelevanceBenchConfig
 from shopbench.bench.search import SearchBenchConfig
 from shopbench.commands.flags import Flags
 
 _BENCH = Flags(SearchBenchConfig)
+_RELEVANCE = Flags(RelevanceBenchConfig)
 
 
 def search_command(
@@ -75,7 +78,27 @@ def bench_search_command(
     echo_result(run(config), as_json)
 
 
+def bench_relevance_command(
+    catalog: Path = _RELEVANCE.option("catalog", "--catalog"),
+    queries: int = _RELEVANCE.option("queries", "--queries"),
+    seed: int = _RELEVANCE.option("seed", "--seed"),
+    k: int = _RELEVANCE.option("k", "--k"),
+    lucene_python: Path = _RELEVANCE.option("lucene_python", "--lucene-python"),
+    work: Path | None = _RELEVANCE.option("work", "--work"),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+) -> None:
+    """Page 1 of find_product against ShoppingBench's Lucene stack on the same queries:
+    overlap, all-words share, ties at the 10th hit, latency of both."""
+    from shopbench.bench.relevance import run
+    from shopbench.commands.progress import echo_result
+
+    config = _RELEVANCE.build(catalog=catalog, queries=queries, seed=seed, k=k,
+                              lucene_python=lucene_python, work=work)
+    echo_result(run(config, say=lambda line: typer.echo(line, err=True)), as_json)
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add `search` to the root app and `search` to the bench group."""
+    """Add `search` to the root app, `search` and `relevance` to the bench group."""
     app.command("search")(search_command)
     bench_app.command("search")(bench_search_command)
+    bench_app.command("relevance")(bench_relevance_command)
