@@ -48,7 +48,7 @@ GADGETS = [
     row("108", "Café Latte Mug Ceramic", shop="14", price=250, sold=5),
     row("109", "Running Shoes", shop="14", price=2999, sold=70, brand="Stride",
         sku={"0": {"color_family": "crimson", "size": "42"},
-             "1": {"color_family": "crimson", "size": "43"}}),
+             "1": {"color_family": "crimson", "size": "43"}}, attrs={"brand": ["stride"]}),
     row("110", "Cotton Socks", shop="14", price=99, sold=900, attrs={"material": ["bamboo fiber"]}),
 ]
 # 60 listings with the same title: equal scores everywhere, so ties decide every order.
@@ -84,16 +84,80 @@ def test_or_of_terms_ranks_products_with_every_word_first(index: SearchIndex) ->
     assert set(got) == {"101", "102", "103", "104", "105", "106", "107"}
 
 
-def test_repeating_a_word_in_a_title_does_not_raise_its_rank(tmp_path: Path) -> None:
-    rows = [row("1", "Wireless Wireless Wireless Handheld Mic"), row("2", "Wireless Earbuds Pro"),
-            row("3", "Wireless Charger"), row("4", "Earbuds Case")]
+def _index_of(tmp_path: Path, rows: list[dict[str, Any]]) -> SearchIndex:
     with SearchIndex.create(tmp_path / "i", heap_mb=32, threads=1) as w:
         w.add(rows)
-    index = SearchIndex.open(tmp_path / "i")
-    assert ids(index.search("wireless earbuds"))[0] == "2"
+    return SearchIndex.open(tmp_path / "i")
+
+
+# Background products: they give "durable" and "food" (3 products each) and "wireless"
+# (10 products) an idf, as a catalog would.
+_BACKGROUND = [
+    row(str(900 + i), f"Phone Case Model {i}" + (" Durable" if i % 10 == 0 else "")
+        + (" Food" if i % 10 == 1 else "") + (" Wireless" if i % 3 == 2 else ""))
+    for i in range(30)
+]
+
+
+def test_a_product_matching_every_word_outranks_one_matching_one_word_twice(
+    tmp_path: Path,
+) -> None:
+    # "2" holds "food" in its title and again in its brand attribute; "1" holds both query
+    # words once. One document per product: the second "food" raises the term frequency
+    # to 2, which saturates, instead of scoring a second field in full.
+    index = _index_of(tmp_path, [
+        row("1", "Durable Lunch Box For Food Storage Kids School",
+            attrs={"material": ["plastic"], "capacity": ["1 liter"]}),
+        row("2", "Hiraya Foods Banana Chips", sold=900, attrs={"brand": ["hiraya foods"]}),
+        *_BACKGROUND,
+    ])
+    assert ids(index.search("durable food"))[:2] == ["1", "2"]
+    # A repeated word counts as often as it is written (Lucene's term frequency)...
+    index = _index_of(tmp_path / "b", [
+        row("3", "Wireless Wireless Wireless Handheld Mic"), row("4", "Wireless Charger Pad"),
+        row("5", "Handheld Mic"), *_BACKGROUND,
+    ])
     scores = {h.product_id: h.score for h in index.search("wireless")}
-    # Three distinct words each: the repeated "Wireless" counts once, like any other word.
-    assert scores["1"] == scores["2"] < scores["3"]
+    assert scores["3"] > scores["4"]
+    # ...and saturates: three of one word do not beat every word of the query once.
+    assert ids(index.search("wireless charger"))[0] == "4"
+
+
+def test_an_exact_title_match_ranks_first(tmp_path: Path) -> None:
+    title = "Stainless Steel Water Bottle 1L"
+    index = _index_of(tmp_path, [
+        row("1", "Stainless Steel Water Bottle 1L Insulated Sports", sold=500),
+        row("2", "Water Bottle", sold=400, attrs={"material": ["stainless steel"],
+                                                  "capacity": ["1L"]}),
+        # The same words as the exact title, in another order: the same BM25 score.
+        row("3", "Bottle 1L Steel Water Stainless", sold=300),
+        row("4", title, sold=1),
+        row("5", "Steel Water Bottle", sold=200, sku={"0": {"size": "1L"}}),
+        *_BACKGROUND,
+    ])
+    got = index.search(title)
+    assert ids(got)[0] == "4"
+    assert got[0].score == got[1].score and ids(got)[1] == "3"
+
+
+def test_ties_at_the_window_cut_are_decided_by_relevance_before_sales(tmp_path: Path) -> None:
+    # Every product's contents are "tee" and "cotton" once each: equal scores for "tee".
+    # The ones whose title says "tee" are the more relevant, whatever the others sell.
+    in_title = [row(str(10 + i), "Tee Cotton", sold=i) for i in range(3)]
+    in_attrs = [row(str(20 + i), "Cotton", sold=100 + i, attrs={"style": ["tee"]})
+                for i in range(3)]
+    index = _index_of(tmp_path, [*in_attrs, *in_title, *_BACKGROUND])
+    scores = {h.score for h in index.search("tee")}
+    assert len(scores) == 1
+    assert ids(index.search("tee", window=2)) == ["12", "11"]
+    assert ids(index.search("tee")) == ["12", "11", "10", "22", "21", "20"]
+    # Adjacent query words in the title, in the query's order, count next.
+    index = _index_of(tmp_path / "b", [
+        row("1", "Steel Bottle Water", sold=50), row("2", "Water Bottle Steel", sold=10),
+        *_BACKGROUND,
+    ])
+    got = index.search("water bottle")
+    assert got[0].score == got[1].score and ids(got) == ["2", "1"]
 
 
 def test_stemming_case_and_accents_match(index: SearchIndex) -> None:
@@ -102,10 +166,15 @@ def test_stemming_case_and_accents_match(index: SearchIndex) -> None:
         assert ids(index.search(q))[0] == "108"
 
 
-def test_sku_option_attribute_and_brand_values_are_searchable(index: SearchIndex) -> None:
+def test_sku_option_and_attribute_values_are_searchable(
+    index: SearchIndex, tmp_path: Path
+) -> None:
     assert ids(index.search("crimson")) == ["109"]
     assert ids(index.search("bamboo")) == ["110"]
     assert ids(index.search("stride")) == ["109"]
+    # ShoppingBench's contents hold the brand only where an attribute holds it.
+    only_brand = _index_of(tmp_path, [row("1", "Trail Socks", brand="Zenhaven")])
+    assert only_brand.search("zenhaven") == [] and ids(only_brand.search("socks")) == ["1"]
 
 
 @pytest.mark.parametrize(

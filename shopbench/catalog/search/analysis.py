@@ -6,15 +6,16 @@ English stop words, and stem (Snowball English). Because queries are turned into
 with this same analyzer, and never handed to the engine's query parser, no query text can
 be a syntax error: ``AND (``, ``price:[``, quotes, ``-`` and unicode are just characters.
 
-Products' text is analysed here too, and each distinct term is indexed once per field
-(:func:`index_terms`; the engine only splits it on spaces). Marketplace titles repeat words
-to rank higher ("Wireless Mic Wireless Wireless"); counting a term once per field keeps
-"wireless earbuds" about earbuds instead of about whoever wrote "wireless" three times.
+Products' text is analysed here too (:func:`index_terms`; the engine only splits it on
+spaces), every token kept, so that term frequencies and document lengths are Lucene's: a
+word written three times has frequency 3, and BM25's saturation (not a rule of ours) keeps
+"Wireless Mic Wireless Wireless" from outranking a product that matches every query word.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 import tantivy
 
@@ -53,8 +54,8 @@ def _analyzer() -> tantivy.TextAnalyzer:
 
 
 def index_terms(text: str) -> str:
-    """The distinct terms of a product text, in order, joined by spaces, for indexing."""
-    return " ".join(dict.fromkeys(_analyzer().analyze(text)))
+    """Every term of a product text, in order and with repeats, joined by spaces, for indexing."""
+    return " ".join(_analyzer().analyze(text))
 
 
 def query_terms(q: str) -> list[str]:
@@ -66,3 +67,17 @@ def query_terms(q: str) -> list[str]:
     """
     tokens = _analyzer().analyze(q[:MAX_QUERY_CHARS])
     return list(dict.fromkeys(tokens))[:MAX_QUERY_TERMS]
+
+
+def title_relevance(terms: Sequence[str], title: str) -> tuple[int, int]:
+    """How much a title is about a query's `terms` (from :func:`query_terms`), for ordering
+    equal BM25 scores: (how many of the terms the title holds, how many of the query's
+    adjacent term pairs stand next to each other, in that order, in the title). Larger is
+    more relevant."""
+    words = _analyzer().analyze(title)
+    present = set(words)
+    held = sum(t in present for t in terms)
+    if held < 2:
+        return held, 0
+    pairs = set(zip(words, words[1:], strict=False))
+    return held, sum(p in pairs for p in zip(terms, terms[1:], strict=False))

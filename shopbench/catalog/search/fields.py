@@ -1,10 +1,18 @@
 """The index's schema and how one product row becomes one index document.
 
-Searchable text is split in two BM25 fields, each with its own length normalisation:
-``title``, and ``details`` — the brand, the SKU option values and the attribute values.
-Both hold each distinct analysed term once (see :mod:`~shopbench.catalog.search.analysis`). A
-document matching a term in both fields scores in both, so the title weighs more without an
-explicit boost, which would keep the engine from pruning OR queries.
+Searchable text is one BM25 field, ``contents``, built as ShoppingBench builds its Lucene
+document: the title, then the distinct SKU option values, then the distinct attribute
+values, as one text (:func:`contents_text`). Every analysed token counts, as Lucene counts
+them, so a word in the title and in an attribute has term frequency 2 in that one field and
+saturates like any repeated word, instead of scoring twice. The brand field is left out, as
+ShoppingBench leaves it out: the generator always repeats it as the ``brand`` attribute, and
+a marketplace title nearly always names it.
+
+Length normalisation. tantivy's BM25 has b = 0.75 built in; Pyserini's default is b = 0.4.
+Every document's contents end with the same :data:`LENGTH_PAD` tokens of :data:`FILLER`, a
+term no query can hold. BM25 then normalises by 1 - b + b·(dl + pad)/(avgdl + pad), which is
+1 - b' + b'·dl/avgdl with b' = b·avgdl/(avgdl + pad): b' = 0.4 when pad = 0.875·avgdl. tantivy's
+k1 = 1.2 (Pyserini: 0.9) stays.
 
 Filters are exact terms (``shop_id``, ``service``) and fast columns (``price``, and
 ``service_bits``, one bit per service in SERVICES order, for filtering a few hundred hits
@@ -26,8 +34,15 @@ import tantivy
 from shopbench.catalog.schema import SERVICES
 from shopbench.catalog.search.analysis import INDEX_TOKENIZER, index_terms
 
-TITLE = "title"
-DETAILS = "details"
+CONTENTS = "contents"
+FILLER = "_"
+"""The padding term of ``contents``: queries are split on anything but letters and digits,
+so no query holds it."""
+LENGTH_PAD = 19
+"""Filler tokens at the end of every document's contents: 0.875 × 21.2, the mean length (in
+analysed tokens) of a generated catalog's contents, so that b' = 0.75 · 21.2 / 40.2 = 0.40.
+A catalog of another mean length m gets b' = 0.75 · m / (m + 19) (0.34 at m = 15, 0.46 at
+m = 30). Part of the index format: change it only with INDEX_FORMAT."""
 PRODUCT_ID = "product_id"
 SHOP_ID = "shop_id"
 SERVICE = "service"
@@ -35,8 +50,6 @@ SERVICE_BITS = "service_bits"
 PRICE = "price"
 RANK = "rank"
 PRODUCT = "product"
-
-TEXT_FIELDS = (TITLE, DETAILS)
 
 _LOW = 32
 _LOW_MASK = (1 << _LOW) - 1
@@ -50,10 +63,9 @@ _to_json = pydantic_core.to_json
 def build_schema() -> tantivy.Schema:
     """The tantivy schema of a shopbench search index."""
     b = tantivy.SchemaBuilder()
-    # Term frequencies are kept for BM25's sake (always 1, see index_terms); no positions:
-    # queries are bags of terms, never phrases.
-    b.add_text_field(TITLE, tokenizer_name=INDEX_TOKENIZER, index_option="freq")
-    b.add_text_field(DETAILS, tokenizer_name=INDEX_TOKENIZER, index_option="freq")
+    # Term frequencies are kept for BM25's sake; no positions: queries are bags of terms,
+    # never phrases.
+    b.add_text_field(CONTENTS, tokenizer_name=INDEX_TOKENIZER, index_option="freq")
     b.add_text_field(PRODUCT_ID, tokenizer_name="raw", index_option="basic")
     b.add_text_field(SHOP_ID, tokenizer_name="raw", index_option="basic")
     b.add_text_field(SERVICE, tokenizer_name="raw", index_option="basic")
@@ -96,14 +108,15 @@ def row_of(rank: int) -> int:
     return _LOW_MASK - (rank & _LOW_MASK)
 
 
-def details_text(row: dict[str, Any]) -> str:
-    """Brand, SKU option values and attribute values, as one text."""
-    values: list[str] = [row["brand"]]
-    for option in row["sku_options"].values():
-        values.extend(option.values())
-    for vs in row["attributes"].values():
-        values.extend(vs)
-    return " ".join(values)
+def contents_text(row: dict[str, Any]) -> str:
+    """ShoppingBench's contents of a product: the title, its distinct SKU option values and its
+    distinct attribute values (each value once, in first-seen order), as one text."""
+    sku = dict.fromkeys(v for option in row["sku_options"].values() for v in option.values())
+    attrs = dict.fromkeys(v for vs in row["attributes"].values() for v in vs)
+    return " ".join((row["title"], *sku, *attrs))
+
+
+_PAD = (" " + FILLER) * LENGTH_PAD
 
 
 def to_document(row: dict[str, Any], row_no: int) -> tantivy.Document:
@@ -111,8 +124,7 @@ def to_document(row: dict[str, Any], row_no: int) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text(PRODUCT_ID, row["product_id"])
     doc.add_text(SHOP_ID, row["shop_id"])
-    doc.add_text(TITLE, index_terms(row["title"]))
-    doc.add_text(DETAILS, index_terms(details_text(row)))
+    doc.add_text(CONTENTS, index_terms(contents_text(row)) + _PAD)
     for s in row["service"]:
         doc.add_text(SERVICE, s)
     doc.add_unsigned(SERVICE_BITS, service_bits(row["service"]))

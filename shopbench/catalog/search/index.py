@@ -103,7 +103,9 @@ class SearchIndex:
         self._searcher = index.searcher()
         self._size = self._searcher.num_docs
         self._table = table
-        self._ranker = Ranker(self._searcher, self._schema, ranking or RankingConfig())
+        self._ranker = Ranker(
+            self._searcher, self._schema, ranking or RankingConfig(), self._titles
+        )
 
     @property
     def ranking(self) -> RankingConfig:
@@ -278,6 +280,9 @@ class SearchIndex:
             )
             for (score, _), (pid, shop, title, price, sold, bits) in zip(ranked, rows, strict=True)
         ]
+
+    def _titles(self, rows: list[int]) -> list[str]:
+        return [title for _, title in self._table.titles(rows)]
 
     def _product(self, raw: bytes) -> Product:
         try:

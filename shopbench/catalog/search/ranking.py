@@ -1,8 +1,10 @@
 """Choosing the ranked window: which documents, in which order, for one search.
 
 The window is the `window` best documents matching at least one query term (see
-:func:`text_query` for the terms left out) and every filter, by BM25 score, ties broken by
-the rank field (better seller, then earlier product).
+:func:`text_query` for the terms left out) and every filter, by BM25 score; equal scores go
+first to the product whose title is more about the query (:func:`title_relevance`: more
+query words in the title, then more of the query's adjacent word pairs in the title), and
+only then to the rank field (better seller, then earlier product).
 It is computed in one of two ways, whichever is cheaper:
 
 * Post-filtering. The engine prunes an OR query very well on its own (block-max WAND) but
@@ -13,10 +15,12 @@ It is computed in one of two ways, whichever is cheaper:
 * Filtering in the engine, for a shop (a short list that drives the intersection) and
   whenever post-filtering came up short.
 
-Ties. The engine breaks score ties by document address, which depends on how documents fell
-into segments and differs from build to build. So hits are re-ordered here by (score, rank),
-and when a tie straddles the cut the fetch is widened to ``RankingConfig.tie_fetch`` documents:
-ties of up to that many documents at the cut are decided by rank on every build. Beyond that
+Ties. Equal BM25 scores are common: listings of the same kind with the same length match the
+same words as often. The engine breaks them by document address, which depends on how
+documents fell into segments and differs from build to build. So hits are re-ordered here by
+(score, title relevance, rank), and when a tie straddles the cut the fetch is widened to
+``RankingConfig.tie_fetch`` documents: ties of up to that many documents at the cut are
+decided the same way on every build. Beyond that
 (thousands of documents matching the same words with the same lengths) the engine's choice
 stands; widening further would cost more than the latency budget allows.
 
@@ -27,17 +31,20 @@ to an index's searcher and counts which way each window was computed (:class:`Ra
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tantivy
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.search import fields as F
+from shopbench.catalog.search.analysis import title_relevance
 from shopbench.catalog.search.filters import PriceRange
 
 Scored = tuple[float, tantivy.DocAddress]
 Ranked = tuple[float, int]
 """A hit of the window: (score, rank); the rank names the product's row (fields.row_of)."""
+Titles = Callable[[list[int]], list[str]]
+"""The titles of these rows, in the same order."""
 
 
 class RankingConfig(BaseModel):
@@ -152,16 +159,18 @@ class Filters:
 class Ranker:
     """The ranked windows of one index's searcher, tuned by a :class:`RankingConfig`.
 
-    Shared by every thread searching the index; it counts which way each window was
-    computed (:meth:`stats`).
+    `titles` reads the titles of rows, for deciding ties. Shared by every thread searching
+    the index; it counts which way each window was computed (:meth:`stats`).
     """
 
     def __init__(
-        self, searcher: tantivy.Searcher, schema: tantivy.Schema, config: RankingConfig
+        self, searcher: tantivy.Searcher, schema: tantivy.Schema, config: RankingConfig,
+        titles: Titles,
     ) -> None:
         self.searcher = searcher
         self.schema = schema
         self.config = config
+        self.titles = titles
         self._lock = threading.Lock()
         self._post_filtered = 0
         self._engine_ranked = 0
@@ -170,15 +179,16 @@ class Ranker:
         """The `window` best matches of `terms` passing `filters`, best first (see module doc)."""
         searcher, config = self.searcher, self.config
         query = text_query(searcher, self.schema, terms, config)
+        order = _Order(searcher, self.titles, terms)
         if filters and filters.shop_id is None:
-            got = _post_filtered(searcher, query, filters, window, config)
+            got = _post_filtered(searcher, query, filters, window, config, order)
             if got is not None:
                 with self._lock:
                     self._post_filtered += 1
                 return got
         with self._lock:
             self._engine_ranked += 1
-        return _engine_top(searcher, filters.restrict(query), window, config.tie_fetch)
+        return _engine_top(searcher, filters.restrict(query), window, config.tie_fetch, order)
 
     def top_sellers(self, filters: Filters, window: int) -> list[Ranked]:
         """The `window` best sellers passing `filters` (all products if none), with score 0."""
@@ -196,27 +206,26 @@ def text_query(
     searcher: tantivy.Searcher, schema: tantivy.Schema, terms: Sequence[str],
     config: RankingConfig,
 ) -> tantivy.Query:
-    """BM25 OR of every term over every text field, less the terms too common to rank.
+    """BM25 OR of every term over the contents field, less the terms too common to rank.
 
-    A (field, term) found in more than ``config.common_share`` of the products — a value
+    A term found in more than ``config.common_share`` of the products — a value
     nearly every product shares, such as a country of origin — weighs less than ln 2 in BM25
     yet makes the engine score most of the catalog, so on a large catalog (more than
     ``config.common_min_docs`` such products) it is left out whenever the query has another
-    term. Pairs that occur nowhere are left out too.
+    term. Terms that occur nowhere are left out too.
     """
     cutoff = max(config.common_share * searcher.num_docs, config.common_min_docs)
-    pairs = []
+    found = []
     for t in terms:
-        for f in F.TEXT_FIELDS:
-            df = searcher.doc_freq(f, t)
-            if df:
-                pairs.append((df, f, t))
-    if any(df <= cutoff for df, _, _ in pairs):
-        pairs = [p for p in pairs if p[0] <= cutoff]
-    if not pairs:
+        df = searcher.doc_freq(F.CONTENTS, t)
+        if df:
+            found.append((df, t))
+    if any(df <= cutoff for df, _ in found):
+        found = [p for p in found if p[0] <= cutoff]
+    if not found:
         return tantivy.Query.empty_query()
     return tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, f, t)) for _, f, t in pairs]
+        [(tantivy.Occur.Should, tantivy.Query.term_query(schema, F.CONTENTS, t)) for _, t in found]
     )
 
 
@@ -234,37 +243,56 @@ def top_sellers(searcher: tantivy.Searcher, filters: Filters, window: int) -> li
     return [(0.0, rank) for rank, _ in found]
 
 
-def _by_score_then_rank(
-    searcher: tantivy.Searcher, scored: list[Scored], window: int
-) -> list[Ranked]:
-    """The best `window` of `scored` (in the engine's order, score descending) by (score, rank)."""
-    if len(scored) > window:
-        # Only a tie across the cut can bring in a hit from past the window.
-        cut, end = scored[window - 1][0], window
-        while end < len(scored) and scored[end][0] == cut:
-            end += 1
-        scored = scored[:end]
-    if not scored:
-        return []
-    ranks = searcher.fast_field_values(F.RANK, [a for _, a in scored])
-    ranked = sorted(zip((s for s, _ in scored), ranks, strict=True), key=lambda x: (-x[0], -x[1]))
-    return ranked[:window]
+class _Order:
+    """Orders one search's scored hits by (score, title relevance, rank)."""
+
+    def __init__(self, searcher: tantivy.Searcher, titles: Titles, terms: Sequence[str]) -> None:
+        self.searcher = searcher
+        self.titles = titles
+        self.terms = terms
+
+    def best(self, scored: list[Scored], window: int) -> list[Ranked]:
+        """The best `window` of `scored` (in the engine's order, score descending)."""
+        if len(scored) > window:
+            # Only a tie across the cut can bring in a hit from past the window.
+            cut, end = scored[window - 1][0], window
+            while end < len(scored) and scored[end][0] == cut:
+                end += 1
+            scored = scored[:end]
+        if not scored:
+            return []
+        scores = [s for s, _ in scored]
+        ranks = self.searcher.fast_field_values(F.RANK, [a for _, a in scored])
+        relevance = [(0, 0)] * len(scored)
+        # Titles are read only for hits that share their score with a neighbour.
+        tied = [
+            i for i, s in enumerate(scores)
+            if (i and scores[i - 1] == s) or (i + 1 < len(scores) and scores[i + 1] == s)
+        ]
+        if tied:
+            titles = self.titles([F.row_of(ranks[i]) for i in tied])
+            for i, title in zip(tied, titles, strict=True):
+                relevance[i] = title_relevance(self.terms, title)
+        # All three descending; ranks are unique, so no two hits compare equal.
+        keyed = sorted(zip(scores, relevance, ranks, strict=True), reverse=True)
+        return [(s, r) for s, _, r in keyed[:window]]
 
 
 def _engine_top(
-    searcher: tantivy.Searcher, query: tantivy.Query, window: int, tie_fetch: int
+    searcher: tantivy.Searcher, query: tantivy.Query, window: int, tie_fetch: int,
+    order: _Order,
 ) -> list[Ranked]:
     limit = 2 * window
     found = searcher.search(query, limit=limit, count=False).hits
     # A full fetch whose last score equals the window's last may have cut a tie: widen once.
     if len(found) == limit and found[window - 1][0] == found[-1][0] and limit < tie_fetch:
         found = searcher.search(query, limit=tie_fetch, count=False).hits
-    return _by_score_then_rank(searcher, found, window)
+    return order.best(found, window)
 
 
 def _post_filtered(
     searcher: tantivy.Searcher, query: tantivy.Query, filters: Filters, window: int,
-    config: RankingConfig,
+    config: RankingConfig, order: _Order,
 ) -> list[Ranked] | None:
     """The filtered window from the unfiltered top hits, or None if too few of them pass."""
     limit = max(config.post_filter_factor * window, config.tie_fetch)
@@ -277,7 +305,7 @@ def _post_filtered(
         # could rank above them (ties at that score are the engine's choice, as in the
         # engine path).
         if len(found) < limit or len(passed) >= window:
-            return _by_score_then_rank(searcher, passed, window)
+            return order.best(passed, window)
         # Too few passed. If the pass rate so far promises enough within max_post_fetch,
         # fetch that many once (with a margin); else the engine's filter is cheaper.
         limit = 2 * window * limit // max(1, len(passed))

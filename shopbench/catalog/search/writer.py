@@ -17,7 +17,7 @@ from shopbench.catalog.search import fields as F
 from shopbench.catalog.search.hit_table import HitTableWriter
 from shopbench.errors import CatalogError
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 """Version of the schema and analysis; an index of another version must be rebuilt."""
 
 MARKER = "shopbench-index.json"
