@@ -69,15 +69,16 @@ def query_terms(q: str) -> list[str]:
     return list(dict.fromkeys(tokens))[:MAX_QUERY_TERMS]
 
 
-def title_relevance(terms: Sequence[str], title: str) -> tuple[int, int]:
+def title_relevance(terms: Sequence[str], title: str) -> tuple[int, int, int]:
     """How much a title is about a query's `terms` (from :func:`query_terms`), for ordering
     equal BM25 scores: (how many of the terms the title holds, how many of the query's
-    adjacent term pairs stand next to each other, in that order, in the title). Larger is
-    more relevant."""
+    adjacent term pairs stand next to each other, in that order, in the title, minus the
+    title's length in terms: of two titles saying as much of the query, the shorter says
+    less of anything else). Larger is more relevant."""
     words = _analyzer().analyze(title)
     present = set(words)
     held = sum(t in present for t in terms)
     if held < 2:
-        return held, 0
+        return held, 0, -len(words)
     pairs = set(zip(words, words[1:], strict=False))
-    return held, sum(p in pairs for p in zip(terms, terms[1:], strict=False))
+    return held, sum(p in pairs for p in zip(terms, terms[1:], strict=False)), -len(words)

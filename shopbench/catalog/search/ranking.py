@@ -3,8 +3,8 @@
 The window is the `window` best documents matching at least one query term (see
 :func:`text_query` for the terms left out) and every filter, by BM25 score; equal scores go
 first to the product whose title is more about the query (:func:`title_relevance`: more
-query words in the title, then more of the query's adjacent word pairs in the title), and
-only then to the rank field (better seller, then earlier product).
+query words in the title, then more of the query's adjacent word pairs in the title, then
+the shorter title), and only then to the rank field (better seller, then earlier product).
 It is computed in one of two ways, whichever is cheaper:
 
 * Post-filtering. The engine prunes an OR query very well on its own (block-max WAND) but
@@ -263,7 +263,7 @@ class _Order:
             return []
         scores = [s for s, _ in scored]
         ranks = self.searcher.fast_field_values(F.RANK, [a for _, a in scored])
-        relevance = [(0, 0)] * len(scored)
+        relevance = [(0, 0, 0)] * len(scored)
         # Titles are read only for hits that share their score with a neighbour.
         tied = [
             i for i, s in enumerate(scores)
