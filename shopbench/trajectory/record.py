@@ -130,6 +130,13 @@ class Trajectory(BaseModel):
     miner_uid: int | None = None
     miner_hotkey: str | None = None
     block: int | None = None
+    epoch: int | None = Field(
+        default=None, ge=0, description="the rotation epoch the episode was played in"
+    )
+    bucket: int | None = Field(
+        default=None, ge=0,
+        description="the rotation bucket of the task's product group (None: not a live task)",
+    )
     # the task, as the agent could know it
     intent: Intent
     query: str

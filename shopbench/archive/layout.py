@@ -1,0 +1,270 @@
+"""The Parquet layout of archived trajectories, derived from :class:`Trajectory`.
+
+One row per episode. Every scalar an archive query filters on is a real column (ids, the
+task, the miner and validator, block, epoch, bucket, success and the scores, turns, tool
+calls, termination, timings); the conversation (``messages``) and the validator's tool log
+(``tool_log``) are nested Arrow lists of structs, so DuckDB unnests them and Hugging Face
+``datasets`` returns them as lists of dicts; the parts whose shape is open (the tool
+schemas, the outcome with its slots, the judge verdict with a judge's own fields, the
+timings, the token map, a tool call's arguments) are JSON text, which no reader can
+reshape. :func:`from_table` rebuilds every record exactly from the columns it needs and
+ignores the derived ones, so ``from_table(to_table(ts)) == ts`` and each record's signing
+payload is unchanged. ``docs/archive.md`` says why this split and not one or the other.
+
+The JSON Schema of the record (``docs/trajectory.schema.json``) is generated here:
+``python -m shopbench.archive.layout docs/trajectory.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shopbench.archive.sink import SinkError
+from shopbench.trajectory.record import Trajectory
+
+LAYOUT_VERSION = 1
+"""Version of the column layout below; stored in every shard's metadata and manifest."""
+
+LAYOUT_METADATA_KEY = b"shopbench.layout_version"
+
+SCHEMA_DOC = Path(__file__).resolve().parents[2] / "docs" / "trajectory.schema.json"
+"""Where the generated JSON Schema of :class:`Trajectory` lives in the repository."""
+
+_FUNCTION = pa.struct([("name", pa.string()), ("arguments", pa.string())])
+_TOOL_CALL = pa.struct([("id", pa.string()), ("type", pa.string()), ("function", _FUNCTION)])
+MESSAGE_TYPE = pa.struct(
+    [
+        ("role", pa.string()),
+        ("content", pa.string()),
+        ("reasoning_content", pa.string()),
+        ("tool_calls", pa.list_(_TOOL_CALL)),
+        ("tool_call_id", pa.string()),
+        ("name", pa.string()),
+    ]
+)
+TOOL_LOG_TYPE = pa.struct(
+    [
+        ("turn", pa.int32()),
+        ("name", pa.string()),
+        ("arguments", pa.string()),  # JSON text of the dict or the string the model sent
+        ("result_digest", pa.string()),
+        ("error", pa.string()),
+        ("latency_ms", pa.float64()),
+    ]
+)
+FAILURE_TYPE = pa.struct([("turn", pa.int32()), ("kind", pa.string()), ("detail", pa.string())])
+
+SCHEMA = pa.schema(
+    [
+        # ids
+        ("schema_version", pa.int32()),
+        ("episode_id", pa.string()),
+        ("task_id", pa.string()),
+        ("cluster", pa.string()),
+        ("validator_hotkey", pa.string()),
+        ("miner_uid", pa.int64()),
+        ("miner_hotkey", pa.string()),
+        ("block", pa.int64()),
+        ("epoch", pa.int64()),
+        ("bucket", pa.int64()),
+        # the task
+        ("intent", pa.string()),
+        ("query", pa.string()),
+        ("split", pa.string()),
+        # the agent
+        ("agent", pa.string()),
+        ("system_prompt_version", pa.string()),
+        # what came of it (success .. tool_calls are derived, for filtering)
+        ("success", pa.bool_()),
+        ("rule_score", pa.float64()),
+        ("judge_score", pa.float64()),
+        ("judge_id", pa.string()),
+        ("score", pa.float64()),
+        ("turns", pa.int32()),
+        ("tool_calls", pa.int32()),
+        ("termination", pa.string()),
+        ("termination_detail", pa.string()),
+        ("status", pa.string()),
+        # timings (started_at .. grade_ms are derived; the exact record is timings_json)
+        ("started_at", pa.timestamp("us", tz="UTC")),
+        ("total_ms", pa.float64()),
+        ("policy_ms", pa.float64()),
+        ("env_ms", pa.float64()),
+        ("grade_ms", pa.float64()),
+        # the conversation
+        ("messages", pa.list_(MESSAGE_TYPE)),
+        ("tool_log", pa.list_(TOOL_LOG_TYPE)),
+        ("failures", pa.list_(FAILURE_TYPE)),
+        ("recommended", pa.list_(pa.string())),
+        ("recommended_ids", pa.list_(pa.string())),
+        # open shapes, as JSON text
+        ("tools_json", pa.string()),
+        ("token_map_json", pa.string()),
+        ("outcome_json", pa.string()),
+        ("judge_json", pa.string()),
+        ("timings_json", pa.string()),
+        # the record's own signature
+        ("signer", pa.string()),
+        ("signature", pa.string()),
+    ],
+    metadata={LAYOUT_METADATA_KEY: str(LAYOUT_VERSION).encode()},
+)
+"""The Arrow schema of a shard."""
+
+FILTER_COLUMNS = tuple(
+    f.name for f in SCHEMA if not pa.types.is_list(f.type) and not f.name.endswith("_json")
+)
+"""The scalar columns, in layout order (what queries filter on and tables show)."""
+
+_DERIVED = frozenset(
+    {"success", "rule_score", "judge_score", "judge_id", "tool_calls", "started_at",
+     "total_ms", "policy_ms", "env_ms", "grade_ms"}
+)  # fmt: skip
+_PLAIN = tuple(
+    name
+    for name in SCHEMA.names
+    if name not in _DERIVED
+    and name not in {"messages", "tool_log", "signer", "signature"}
+    and not name.endswith("_json")
+)
+
+
+class Partition(BaseModel):
+    """The hive partition a trajectory belongs to: ``validator=/date=/intent=``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    validator: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="UTC day of the start")
+    intent: str
+
+    def path(self) -> str:
+        """The relative directory, e.g. ``validator=5F…/date=2025-01-31/intent=shop``."""
+        return f"validator={self.validator}/date={self.date}/intent={self.intent}"
+
+
+UNKNOWN_VALIDATOR = "unknown"
+"""The partition value of records that name no validator (local runs)."""
+
+
+def partition_of(trajectory: Trajectory) -> Partition:
+    """The partition of `trajectory`; a shard holds the rows of one partition only.
+
+    SinkError when the validator hotkey cannot be a folder name (letters, digits, ``_.-``)
+    or the start time is not a date."""
+    try:
+        day = datetime.fromtimestamp(trajectory.timings.started_at, UTC).strftime("%Y-%m-%d")
+        return Partition(
+            validator=trajectory.validator_hotkey or UNKNOWN_VALIDATOR,
+            date=day,
+            intent=str(trajectory.intent),
+        )
+    except (ValidationError, ValueError, OverflowError, OSError) as e:
+        raise SinkError(
+            f"episode {trajectory.episode_id}: no archive partition "
+            f"(validator {trajectory.validator_hotkey!r}, started_at "
+            f"{trajectory.timings.started_at}): {e}"
+        ) from None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _row(t: Trajectory) -> dict[str, Any]:
+    data = t.model_dump(mode="json")
+    row = {name: data[name] for name in _PLAIN}
+    row["messages"] = data["messages"]
+    row["tool_log"] = [
+        {**entry, "arguments": _json(entry["arguments"])} for entry in data["tool_log"]
+    ]
+    row["tools_json"] = _json(data["tools"])
+    row["token_map_json"] = _json(data["token_map"])
+    row["outcome_json"] = _json(data["outcome"])
+    row["judge_json"] = None if data["judge"] is None else _json(data["judge"])
+    row["timings_json"] = _json(data["timings"])
+    sig = data["signature"]
+    row["signer"] = None if sig is None else sig["signer"]
+    row["signature"] = None if sig is None else sig["signature"]
+    timings = t.timings
+    row |= {
+        "success": t.outcome.success,
+        "rule_score": t.outcome.mean_rule,
+        "judge_score": None if t.judge is None else t.judge.score,
+        "judge_id": None if t.judge is None else t.judge.judge_id,
+        "tool_calls": t.tool_calls,
+        "started_at": datetime.fromtimestamp(timings.started_at, UTC),
+        "total_ms": timings.total_ms,
+        "policy_ms": timings.policy_ms,
+        "env_ms": timings.env_ms,
+        "grade_ms": timings.grade_ms,
+    }
+    return row
+
+
+def to_table(trajectories: Sequence[Trajectory]) -> pa.Table:
+    """The trajectories as an Arrow table of :data:`SCHEMA`, one row each, in order."""
+    return pa.Table.from_pylist([_row(t) for t in trajectories], schema=SCHEMA)
+
+
+def _record(row: dict[str, Any]) -> dict[str, Any]:
+    data = {name: row[name] for name in _PLAIN}
+    data["messages"] = row["messages"]
+    data["tool_log"] = [
+        {**entry, "arguments": json.loads(entry["arguments"])} for entry in row["tool_log"]
+    ]
+    data["tools"] = json.loads(row["tools_json"])
+    data["token_map"] = json.loads(row["token_map_json"])
+    data["outcome"] = json.loads(row["outcome_json"])
+    data["judge"] = None if row["judge_json"] is None else json.loads(row["judge_json"])
+    data["timings"] = json.loads(row["timings_json"])
+    data["signature"] = (
+        None if row["signer"] is None else {"signer": row["signer"], "signature": row["signature"]}
+    )
+    return data
+
+
+def from_table(table: pa.Table) -> list[Trajectory]:
+    """The trajectories of a table of :data:`SCHEMA` (extra columns, such as hive partition
+    columns, are ignored). SinkError names the row that is not a valid trajectory."""
+    missing = [name for name in SCHEMA.names if name not in table.column_names]
+    if missing:
+        raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
+    out: list[Trajectory] = []
+    for number, row in enumerate(table.select(SCHEMA.names).to_pylist()):
+        try:
+            out.append(Trajectory.model_validate(_record(row)))
+        except (ValidationError, ValueError, TypeError) as e:
+            if isinstance(e, ValidationError):
+                first = e.errors(include_url=False)[0]
+                why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+            else:
+                why = str(e)
+            raise SinkError(f"row {number} is not a trajectory ({why})") from None
+    return out
+
+
+def trajectory_json_schema() -> str:
+    """The JSON Schema of :class:`Trajectory` as the text ``docs/trajectory.schema.json``
+    holds (sorted keys, two-space indent, trailing newline)."""
+    return json.dumps(Trajectory.model_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: Sequence[str]) -> int:
+    """Write the JSON Schema of :class:`Trajectory` to the path given (default: the doc)."""
+    target = Path(argv[0]) if argv else SCHEMA_DOC
+    target.write_text(trajectory_json_schema(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
