@@ -194,6 +194,7 @@ def test_every_miner_plays_the_same_tasks_and_scores_rank_the_policies(
         assert t.miner_uid is not None
         tasks_of.setdefault(t.miner_uid, []).append(t.task_id)
         assert t.validator_hotkey == VALIDATOR.hotkey_ss58 and t.judge is not None
+        assert t.epoch == result.epoch and t.bucket is not None  # the live bank's rotation
         assert verify_trajectory(t, HotkeyVerifier())
     for uid in uids.values():
         assert sorted(tasks_of[uid]) == sorted(result.task_ids)

@@ -152,6 +152,11 @@ def _failures(trajectory: Trajectory, reasons: dict[int, str]) -> Counter[str]:
     return tally
 
 
+def _rotation_of(task: Task) -> dict[str, int]:
+    """The epoch and rotation bucket a live task was drawn from (its bank records them)."""
+    return {k: v for k in ("epoch", "bucket") if isinstance(v := task.meta.get(k), int)}
+
+
 async def _play(
     ctx: RoundContext,
     endpoint: MinerEndpoint,
@@ -181,6 +186,7 @@ async def _play(
                 validator_hotkey=ctx.signer.hotkey, miner_uid=endpoint.uid,
                 miner_hotkey=endpoint.hotkey, block=block,
             )  # fmt: skip
+            trajectory = trajectory.model_copy(update=_rotation_of(task))
         except Exception:
             # The episode loop absorbs everything a miner does; what escapes it is a fault
             # of this validator (its environment, its catalog), which must cost one episode
