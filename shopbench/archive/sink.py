@@ -17,6 +17,22 @@ class SinkError(ShopbenchError):
     """The archive sink cannot store or read trajectories (disk full, bad file)."""
 
 
+class RecordRefused(SinkError):
+    """A record the archive will not store (invalid, held out, a duplicate in its batch).
+
+    The whole batch it came in is refused: nothing of it is written.
+    """
+
+    def __init__(self, episode_id: str, reason: str) -> None:
+        super().__init__(f"episode {episode_id!r} refused: {reason}")
+        self.episode_id = episode_id
+        self.reason = reason
+
+
+class SegmentError(SinkError):
+    """The write-ahead segment cannot be written, synced or read back."""
+
+
 @runtime_checkable
 class ArchiveSink(Protocol):
     """A durable destination for trajectories."""
