@@ -33,6 +33,11 @@ class SegmentError(SinkError):
     """The write-ahead segment cannot be written, synced or read back."""
 
 
+class RemoteError(SinkError):
+    """Object storage cannot be opened, written or read (bad URL, missing driver, refused,
+    unreachable); an upload that fails this way stays pending and is retried."""
+
+
 @runtime_checkable
 class ArchiveSink(Protocol):
     """A durable destination for trajectories."""
