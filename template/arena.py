@@ -7,7 +7,8 @@ starts each miner as its own ``neurons/miner.py`` process in local mode on a loo
 with a reference policy (plus any ``--add-miner URL=HOTKEY``, e.g. a local-mode miner in
 front of a model), publishes their addresses on chain, and runs the real validator over
 real signed HTTP for the given rounds. It ends with a leaderboard and writes ``arena.json``
-and the signed trajectories (``trajectories.jsonl``) to the output directory.
+the archive store (``archive/``, opened with the embargo lifted: the seed is public) and
+the signed trajectories exported from it as ``trajectories.jsonl`` to the output directory.
 
 Everything in the arena is public — the catalog seed and the keys derive from fixed names —
 which is what makes it reproducible, and why nothing in it is worth anything.
@@ -23,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shopbench.archive.jsonl import TRAJECTORIES_FILE, JsonlSink
+from shopbench.archive.jsonl import TRAJECTORIES_FILE
+from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import CatalogError, ShopbenchError
 from shopbench.outcome.spec import INTENTS
@@ -43,7 +45,7 @@ from template.base.config import (
 )
 from template.base.round import RoundResult
 from template.base.state import STATE_FILE
-from template.signing import LocalWallet
+from template.signing import HotkeySigner, LocalWallet
 
 OWNER, VALIDATOR = "arena-owner", "arena-validator"
 OWNER_UID, VALIDATOR_UID = 0, 1
@@ -102,10 +104,22 @@ def _catalog(config: ArenaConfig, view: ArenaObserver) -> Path:
     return directory
 
 
+ARCHIVE_DIR = "archive"
+"""The arena's archive store, under the output directory."""
+
+
+def _export_jsonl(root: Path, path: Path) -> None:
+    """Write every trajectory of the store at `root` to `path`, one JSON object a line."""
+    with path.open("w") as f:
+        for t in read_store(root):
+            f.write(t.model_dump_json() + "\n")
+
+
 def _validator_config(config: ArenaConfig, state_dir: Path) -> ValidatorConfig:
     per_intent = -(-config.tasks_per_round // len(INTENTS))
     neuron = ValidatorNeuronConfig(
-        full_path=str(state_dir), archive_dir=str(config.out), catalog_products=config.products,
+        full_path=str(state_dir), archive_dir=str(config.out / ARCHIVE_DIR),
+        catalog_products=config.products,
         catalog_rotation_epochs=0, epoch_blocks=1_000_000, tasks_per_round=config.tasks_per_round,
         bank_per_intent=per_intent * config.rounds, concurrency=config.concurrency,
         turn_timeout_s=config.turn_timeout_s, episode_timeout_s=config.round_timeout_s,
@@ -227,9 +241,15 @@ class Arena:
         state_dir = cfg.out / "validator"
         (state_dir / STATE_FILE).unlink(missing_ok=True)  # each arena run starts fresh
         (cfg.out / TRAJECTORIES_FILE).unlink(missing_ok=True)
+        shutil.rmtree(cfg.out / ARCHIVE_DIR, ignore_errors=True)
         chain = local_chain(substrate, wallet, cfg.netuid)
+        # A demo on a public seed: every episode is public at once (the store says so loudly).
+        store = ArchiveStore(
+            cfg.out / ARCHIVE_DIR, signer=HotkeySigner.from_wallet(wallet),
+            embargo=EmbargoPolicy(lifted=True),
+        )  # fmt: skip
         validator = Validator(
-            _validator_config(cfg, state_dir), chain, wallet, sink=JsonlSink(cfg.out),
+            _validator_config(cfg, state_dir), chain, wallet, sink=store,
             on_episode=lambda uid, t: self.view.episode_done(uid, t.success if t else None),
         )  # fmt: skip
         validator.rotator.adopt(catalog_dir, cfg.seed, cfg.products, epoch=0)
@@ -256,6 +276,7 @@ class Arena:
             burned = round(stored.get(OWNER_UID, 0) / sum(stored.values()), 6) if stored else 0.0
         finally:
             await validator.close()
+        _export_jsonl(cfg.out / ARCHIVE_DIR, cfg.out / TRAJECTORIES_FILE)
         self.view.leaderboard([r.model_dump() for r in rows])
         report = {
             "miners": [r.model_dump() for r in rows],
@@ -269,6 +290,7 @@ class Arena:
             },
             "rounds": [r.model_dump(exclude={"miners"}) for r in self.rounds],
             "tasks_per_round": cfg.tasks_per_round,
+            "archive": {"root": str(cfg.out / ARCHIVE_DIR), "embargo": "lifted"},
             "trajectories": str(cfg.out / TRAJECTORIES_FILE),
             "duration_s": round(time.monotonic() - started, 1),
         }

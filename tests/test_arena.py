@@ -16,7 +16,10 @@ import typer
 from typer.testing import CliRunner
 
 from shopbench.archive.jsonl import read_trajectories
+from shopbench.archive.manifest import verify_manifest
+from shopbench.archive.shards import iter_manifests
 from shopbench.archive.signing import verify_trajectory
+from shopbench.archive.store import load_embargo, read_store
 from shopbench.catalog.layout import seed_hash
 from shopbench.commands import arena as arena_command
 from template.arena import AddedMiner, ArenaError, validator_hotkey
@@ -95,6 +98,13 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     assert len(trajectories) == 2 * 4 * 4
     assert all(verify_trajectory(t, HotkeyVerifier()) for t in trajectories)
     assert {t.miner_hotkey for t in trajectories} == {r["hotkey"] for r in rows}
+    # The JSONL is an export of the arena's store, whose shards the validator signed.
+    stored = list(read_store(out / "archive"))
+    assert sorted(t.episode_id for t in stored) == sorted(t.episode_id for t in trajectories)
+    assert load_embargo(out / "archive").lifted  # a public seed: nothing embargoed
+    manifests = [m for _, m in iter_manifests(out / "archive")]
+    hotkey = report["validator"]["hotkey"]
+    assert manifests and all(verify_manifest(m, HotkeyVerifier(), hotkey) for m in manifests)  # type: ignore[arg-type]
     assert [r["index"] for r in report["rounds"]] == [0, 1]
     # The validator committed its catalog's seed hash on the chain.
     assert report["catalog"]["commitment"] == f"sb1 c0:{seed_hash(7)}"

@@ -20,8 +20,8 @@ import pytest
 from bittensor.intents.weights import normalize
 
 from shopbench.agents.registry import make_policy
-from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.signing import verify_trajectory
+from shopbench.archive.store import read_store
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
@@ -187,7 +187,7 @@ def test_every_miner_plays_the_same_tasks_and_scores_rank_the_policies(
     by_uid = {m.uid: m for m in result.miners}
     assert sorted(by_uid) == sorted(uids.values())
     assert len(result.task_ids) == 4 and len(set(result.task_ids)) == 4
-    archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
+    archived = list(read_store(tmp_path / "archive"))
     assert len(archived) == 12 == result.archived
     tasks_of: dict[int, list[str]] = {}
     for t in archived:
@@ -323,7 +323,7 @@ def test_hostile_miners_lose_their_episodes_with_reasons_and_the_round_completes
         assert m.score == 0.0 and m.successes == 0
         assert m.episodes == 4  # each failed episode is still recorded and archived
     assert by_uid[uids["careful"]].score > 0 and not by_uid[uids["careful"]].failures
-    archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
+    archived = list(read_store(tmp_path / "archive"))
     assert len(archived) == 4 * len(uids)
     reasons = {t.termination for t in archived if t.miner_uid == uids["timeout"]}
     assert reasons == {"policy_error"}
@@ -617,7 +617,7 @@ def test_the_episode_id_sent_to_the_miner_is_the_archived_one(
         subnet = Subnet()
         subnet.add_miner(LocalWallet.derive("test-miner-recorded"), server.url)
         result = one_round(make_validator(subnet, tmp_path, catalog_dir))
-    archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
+    archived = list(read_store(tmp_path / "archive"))
     assert len(archived) == result.archived == 4
     ids = {t.episode_id for t in archived}
     assert len(ids) == 4  # one fresh key per episode

@@ -9,7 +9,7 @@ import pytest
 from fake_openai import FakeJudgeServer, running
 from test_validator import Subnet, honest, make_validator, one_round  # noqa: F401
 
-from shopbench.archive.jsonl import read_trajectories
+from shopbench.archive.store import read_store
 from template.base.config import LLMJudgeSection
 from template.signing import LocalWallet
 
@@ -26,7 +26,7 @@ def test_validator_llm(honest: Any, catalog_dir: Path, tmp_path: Path, served: s
                            llm_judge=LLMJudgeSection(urls=[fake.url], sample_rate=0.5))
 
         result = one_round(v)
-    archived = list(read_trajectories(tmp_path / "archive" / "trajectories.jsonl"))
+    archived = list(read_store(tmp_path / "archive"))
     sampled = {t.task_id for t in archived if t.judge.signals.get("llm_sampled")}
     assert sampled <= set(result.task_ids)
     assert len(sampled) == 2

@@ -185,7 +185,7 @@ class ValidatorConfig(BaseModel):
 
     @property
     def archive_dir(self) -> Path:
-        """Where the JSONL sink appends trajectories."""
+        """The root of the validator's archive store (segment, shards, manifests)."""
         if self.neuron.archive_dir:
             return Path(self.neuron.archive_dir).expanduser()
         return self.state_dir / "archive"

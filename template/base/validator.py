@@ -28,9 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from shopbench.archive.jsonl import JsonlSink
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import ArchiveSink
+from shopbench.archive.store import ArchiveStore
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.judge import Judge
 from shopbench.judging.registry import make_judge
@@ -114,7 +114,7 @@ class Validator:
         self.wallet = wallet
         self.hotkey: str = wallet.hotkey.ss58_address
         self.signer: Signer = HotkeySigner.from_wallet(wallet)
-        self.sink = sink or JsonlSink(config.archive_dir)
+        self.sink = sink or ArchiveStore(config.archive_dir, signer=self.signer)
         self.metrics = metrics or ValidatorMetrics()
         self.on_episode = on_episode
         self.on_archived = on_archived
