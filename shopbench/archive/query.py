@@ -1,0 +1,249 @@
+"""Queries over the archive's shards: DuckDB on hive-partitioned Parquet, returning Arrow.
+
+What a query reads is decided before DuckDB sees a file: only shards that a manifest under
+``_manifests/`` lists (a shard whose manifest is not yet written is still being sealed, and
+``_quarantine/`` is never listed), pruned by the partition in their path (validator, date,
+intent), and — when a verifier is given — only those whose manifest signature verifies.
+The store's embargo then drops the episodes of the rotation bucket still being asked,
+unless the store was opened with the embargo lifted. The remaining filters become one
+parameterised ``WHERE`` over the scalar columns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict
+
+from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.manifest import ShardManifest, verify_manifest
+from shopbench.archive.shards import iter_manifests
+from shopbench.archive.signing import Verifier
+from shopbench.archive.sink import SinkError
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "episode_id", "validator_hotkey", "block", "epoch", "intent", "miner_uid", "agent",
+    "success", "rule_score", "judge_score", "score", "turns", "tool_calls", "termination",
+)  # fmt: skip
+"""The scalar columns a table listing shows."""
+
+_RANGES: tuple[tuple[str, str, str], ...] = (
+    ("block_min", "block", ">="), ("block_max", "block", "<="),
+    ("epoch_min", "epoch", ">="), ("epoch_max", "epoch", "<="),
+    ("score_min", "score", ">="), ("score_max", "score", "<="),
+    ("rule_score_min", "rule_score", ">="), ("rule_score_max", "rule_score", "<="),
+    ("judge_score_min", "judge_score", ">="), ("judge_score_max", "judge_score", "<="),
+)  # fmt: skip
+_LISTS: tuple[tuple[str, str], ...] = (
+    ("intent", "intent"), ("cluster", "cluster"), ("miner_uid", "miner_uid"),
+    ("miner_hotkey", "miner_hotkey"), ("validator", "validator_hotkey"), ("agent", "agent"),
+    ("judge_id", "judge_id"), ("termination", "termination"),
+)  # fmt: skip
+
+
+class QueryError(SinkError):
+    """The archive cannot be queried (unreadable manifest or shard, DuckDB missing)."""
+
+
+class ShardRef(BaseModel):
+    """One sealed shard a query may read: its manifest and the file's absolute path."""
+
+    model_config = ConfigDict(frozen=True)
+
+    manifest: ShardManifest
+    file: str
+
+    def partition(self) -> dict[str, str]:
+        """The hive partition of the shard's path (validator, date, intent)."""
+        return partition_of(self.manifest.path)
+
+
+def partition_of(path: str) -> dict[str, str]:
+    """``{"validator": …, "date": …, "intent": …}`` from a shard's relative path."""
+    out: dict[str, str] = {}
+    for part in PurePosixPath(path).parts[:-1]:
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+_SHARD_PATH = re.compile(
+    r"^validator=[A-Za-z0-9][A-Za-z0-9_.-]*/date=\d{4}-\d{2}-\d{2}/intent=[a-z_]+/[^/]+\.parquet$"
+)
+
+
+def sealed_shards(
+    root: str | Path, *, verifier: Verifier | None = None, validator: str | None = None
+) -> list[ShardRef]:
+    """The shards under `root` that a manifest lists and whose file exists with the size the
+    manifest states, in path order (``_quarantine/`` and shards still being sealed, which no
+    manifest lists yet, are never among them).
+
+    With `verifier`, a manifest whose signature does not verify (by `validator` when given,
+    else by the manifest's own signer) is left out; QueryError names a manifest that does
+    not parse or that points outside the partition tree.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise QueryError(f"{base}: no archive here (not a directory)")
+    refs: list[ShardRef] = []
+    for path, manifest in iter_manifests(base):
+        if isinstance(manifest, SinkError):
+            raise QueryError(f"{path}: not a shard manifest ({manifest})") from None
+        if not _SHARD_PATH.fullmatch(manifest.path) or ".." in manifest.path.split("/"):
+            raise QueryError(f"{path}: shard path {manifest.path!r} is not a partition path")
+        if verifier is not None and not verify_manifest(
+            manifest, verifier, validator or manifest.signer
+        ):
+            continue
+        file = base / manifest.path
+        try:
+            size = file.stat().st_size
+        except FileNotFoundError:
+            continue
+        if size == manifest.bytes:
+            refs.append(ShardRef(manifest=manifest, file=str(file)))
+    return refs
+
+
+def _prune(refs: Sequence[ShardRef], f: TraceFilter) -> list[ShardRef]:
+    """The shards whose partition can hold a matching row."""
+    first = f.since.astimezone(UTC).date() if f.since else None
+    last = (f.until.astimezone(UTC) - timedelta(microseconds=1)).date() if f.until else None
+    kept = []
+    for ref in refs:
+        p = ref.partition()
+        if f.intent is not None and p.get("intent") not in f.intent:
+            continue
+        if f.validator is not None and p.get("validator") not in f.validator:
+            continue
+        day = p.get("date")
+        if day and (first or last):
+            d = datetime.strptime(day, "%Y-%m-%d").date()
+            if (first and d < first) or (last and d > last):
+                continue
+        bmin, bmax = ref.manifest.block_min, ref.manifest.block_max
+        if f.block_min is not None and bmax is not None and bmax < f.block_min:
+            continue
+        if f.block_max is not None and bmin is not None and bmin > f.block_max:
+            continue
+        kept.append(ref)
+    return kept
+
+
+def where_clause(f: TraceFilter) -> tuple[str, list[Any]]:
+    """The filter as a DuckDB ``WHERE`` body with ``?`` parameters (``TRUE`` for none)."""
+    terms: list[str] = []
+    params: list[Any] = []
+    for field, column, op in _RANGES:
+        value = getattr(f, field)
+        if value is not None:
+            terms.append(f'"{column}" {op} ?')
+            params.append(value)
+    for field, column in _LISTS:
+        values = getattr(f, field)
+        if values is not None:
+            terms.append(f'"{column}" IN ({", ".join("?" for _ in values)})')
+            params.extend(str(v) if column != "miner_uid" else v for v in values)
+    if f.success is not None:
+        terms.append('"success" = ?')
+        params.append(f.success)
+    if f.since is not None:
+        terms.append('"started_at" >= ?')
+        params.append(f.since)
+    if f.until is not None:
+        terms.append('"started_at" < ?')
+        params.append(f.until)
+    return (" AND ".join(terms) or "TRUE"), params
+
+
+def query(
+    root: str | Path,
+    filters: TraceFilter | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    embargo: EmbargoView | None = None,
+    verifier: Verifier | None = None,
+    validator: str | None = None,
+    threads: int = 2,
+) -> pa.Table:
+    """The archived episodes under `root` matching `filters`, as an Arrow table of the shard
+    layout's columns (or only `columns`), ordered by block then episode id.
+
+    `embargo` is the store's view of which rotation buckets are still live; the caller that
+    opened the store passes it (``ArchiveStore.embargo_view()``), and an episode of a live
+    bucket is left out unless the view has the embargo lifted. `verifier` leaves out the
+    shards whose manifest signature does not verify (by `validator` when given, else by
+    the manifest's own signer). FilterError for an unknown column or a filter the shards
+    cannot answer; QueryError when the archive cannot be read.
+    """
+    import duckdb
+
+    from shopbench.archive.layout import SCHEMA
+
+    unknown = [c for c in columns or () if c not in SCHEMA.names]
+    if unknown:
+        raise FilterError(f"unknown column {unknown[0]!r} (columns: {', '.join(SCHEMA.names)})")
+    f = filters or TraceFilter()
+    refs = _prune(sealed_shards(root, verifier=verifier, validator=validator), f)
+    if not refs:
+        return _empty(columns)
+    where, params = where_clause(f)
+    if embargo is not None:
+        extra, extra_params = embargo.sql()
+        where = f"({where}) AND ({extra})"
+        params.extend(extra_params)
+    select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
+    files = [r.file for r in refs]
+    sql = (
+        f"SELECT {select} FROM read_parquet(?, hive_partitioning=false, union_by_name=true) "
+        f"WHERE {where} ORDER BY block NULLS FIRST, episode_id"
+    )
+    if f.limit is not None:
+        sql += f" LIMIT {int(f.limit)}"
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET threads TO {int(threads)}")
+        return con.sql(sql, params=[files, *params]).to_arrow_table()
+    except duckdb.BinderException as e:
+        raise FilterError(f"a filter names a column the shards lack ({e})") from None
+    except duckdb.Error as e:
+        raise QueryError(f"{root}: query failed ({e})") from None
+    finally:
+        con.close()
+
+
+def _empty(columns: Sequence[str] | None) -> pa.Table:
+    from shopbench.archive.layout import SCHEMA
+
+    schema = SCHEMA if not columns else pa.schema([SCHEMA.field(c) for c in columns])
+    return schema.empty_table()
+
+
+class EmbargoView(BaseModel):
+    """Which rotation buckets a public read must leave out: those still live.
+
+    ``live`` maps an epoch to the bucket current in it; an episode is embargoed when its
+    ``(epoch, bucket)`` is one of them. ``lifted`` (the arena's public seed) reads all.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    live: dict[int, int] = {}
+    lifted: bool = False
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The embargo as a DuckDB condition that keeps the publishable rows."""
+        if self.lifted or not self.live:
+            return "TRUE", []
+        pairs = " OR ".join('("epoch" = ? AND "bucket" = ?)' for _ in self.live)
+        params: list[Any] = []
+        for epoch, bucket in sorted(self.live.items()):
+            params.extend((epoch, bucket))
+        return f"NOT coalesce({pairs}, FALSE)", params

@@ -1,0 +1,259 @@
+"""Benchmark of the trajectory archive: ingest, a filtered query, bytes on disk, memory.
+
+The records are real episodes (reference policies on product tasks over a 2,000-product
+catalog from seed 7) copied with new episode ids and varied ids, intents, miners, blocks,
+epochs, successes and scores, so that filters select a realistic fraction; the copies are
+synthetic, the conversations in them are real. Figures, each beside its baseline measured
+in the same run:
+
+- ingest: episodes/s through :class:`~shopbench.archive.store.ArchiveStore` with group
+  commit (many concurrent ``put`` calls sharing one fsync), and with one episode per
+  fsync (one ``put`` at a time);
+- query: intent + success + score range + miner over ``episodes`` archived episodes
+  (DuckDB over the shards) against scanning the same episodes as JSONL (reading every
+  line with ``json.loads`` and testing the same conditions, the fastest honest scan);
+- bytes on disk per episode, shards against the JSONL file;
+- peak RSS of a child process ingesting archives of several sizes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.trajectory.record import Trajectory
+
+if TYPE_CHECKING:
+    from shopbench.env.env import ShoppingEnv
+
+INTENTS = ("product", "shop", "voucher", "knowledge")
+
+
+class ArchiveBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    episodes: int = Field(default=1_000_000, ge=1000, description="episodes queried over")
+    ingest: int = Field(default=20_000, ge=100, description="episodes ingested per figure")
+    shard_rows: int = Field(default=50_000, ge=1000, description="rows per shard")
+    rss_sizes: list[int] = Field(
+        default=[10_000, 40_000, 160_000], description="archive sizes of the memory figure"
+    )
+    base_episodes: int = Field(default=64, ge=4, description="real episodes played")
+    work: str | None = Field(default=None, description="scratch folder (default: temp)")
+    seed: int = 0
+
+
+class ArchiveBenchResult(BaseModel):
+    """The measurement."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_episodes: int = Field(description="real episodes the copies were made from")
+    ingest_episodes: int
+    ingest_group_commit_per_s: float
+    ingest_per_episode_fsync_per_s: float
+    query_episodes: int
+    query_matches: int
+    query_s: float
+    jsonl_scan_s: float
+    query_speedup: float
+    shard_bytes_per_episode: float
+    jsonl_bytes_per_episode: float
+    bytes_ratio: float = Field(description="shard bytes / JSONL bytes")
+    peak_rss_mib: dict[int, float] = Field(description="archive size → peak RSS while ingesting")
+
+
+def play_episodes(env: ShoppingEnv, n: int, seed: int) -> list[Trajectory]:
+    """`n` real episodes: the reference policies on product tasks drawn from `env`'s
+    catalog (the judge bench's tasks and players)."""
+    from shopbench.bench.judge import _catalog_tasks, _play
+
+    tasks = _catalog_tasks(env, max(4, n // 4), random.Random(seed))
+    return asyncio.run(_play(env, tasks, n, seed))
+
+
+def _base_records(n: int, seed: int, work: Path) -> list[Trajectory]:
+    from shopbench.catalog.store import build_catalog
+    from shopbench.env.env import ShoppingEnv
+
+    catalog = work / "catalog"
+    if not catalog.exists():
+        build_catalog(catalog, 2000, seed=7, chunk_size=500, workers=1)
+    return play_episodes(ShoppingEnv.open(catalog), n, seed)
+
+
+def synthesise(base: list[Trajectory], n: int, seed: int, start: int = 0) -> list[Trajectory]:
+    """`n` copies of `base` (the `start`-th onwards) with new episode ids and varied intent,
+    miner, block, epoch, bucket, cluster, score and success; the validator hotkey is
+    fixed and the start times are the base's, so the copies fall in one validator's
+    partitions, one per intent and day."""
+    rng = random.Random(seed + start)
+    out = []
+    for i in range(start, start + n):
+        t = base[i % len(base)]
+        score = round(rng.random(), 4)
+        out.append(t.model_copy(update={
+            "episode_id": hashlib.sha256(f"bench:{seed}:{i}".encode()).hexdigest()[:32],
+            "validator_hotkey": "5BenchValidator",
+            "intent": INTENTS[rng.randrange(4)],
+            "miner_uid": rng.randrange(256),
+            "miner_hotkey": f"5Miner{rng.randrange(256):03d}",
+            "block": 1_000_000 + i // 10,
+            "epoch": i // 36_000,
+            "bucket": rng.randrange(4),
+            "cluster": f"c{rng.randrange(16)}",
+            "score": score,
+            "outcome": t.outcome.model_copy(update={"success": score > 0.5}),
+        }))  # fmt: skip
+    return out
+
+
+class _Key:
+    hotkey = "5BenchValidator"
+
+    def sign(self, payload: bytes) -> str:
+        return hashlib.sha256(b"bench" + payload).hexdigest()
+
+
+def _ingest_rate(records: list[Trajectory], root: Path, *, group: bool) -> float:
+    from shopbench.archive.store import ArchiveStore
+
+    async def go() -> float:
+        store = ArchiveStore(root, signer=_Key())
+        t0 = time.perf_counter()
+        if group:
+            await asyncio.gather(*(store.put([r]) for r in records))
+        else:
+            for r in records:
+                await store.put([r])
+        dt = time.perf_counter() - t0
+        await store.close()
+        return len(records) / dt
+
+    return asyncio.run(go())
+
+
+def _query_figures(
+    base: list[Trajectory], cfg: ArchiveBenchConfig, work: Path
+) -> tuple[int, float, float, int, int]:
+    """Archive `cfg.episodes` copies as shards and as JSONL, then time the same filter."""
+    from shopbench.archive.filters import TraceFilter
+    from shopbench.archive.query import query
+    from shopbench.archive.shards import write_shard
+
+    root = work / "archive"
+    jsonl = work / "episodes.jsonl"
+    shutil.rmtree(root, ignore_errors=True)
+    with jsonl.open("w", encoding="utf-8") as f:
+        for start in range(0, cfg.episodes, cfg.shard_rows):
+            batch = synthesise(base, min(cfg.shard_rows, cfg.episodes - start), cfg.seed, start)
+            for r in batch:
+                f.write(r.model_dump_json() + "\n")
+            by_intent: dict[str, list[Trajectory]] = {}
+            for r in batch:
+                by_intent.setdefault(r.intent, []).append(r)
+            for group in by_intent.values():
+                write_shard(group, str(root), signer=_Key())
+    miner = 17
+    filt = TraceFilter(
+        intent=["shop"], success=True, score_min=0.6, score_max=0.9, miner_uid=[miner]
+    )
+    query(root, filt)  # the first query warms the page cache, as the JSONL scan's read does
+    t0 = time.perf_counter()
+    table = query(root, filt)
+    query_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    hits = 0
+    with jsonl.open("rb") as f:
+        for line in f:
+            d = json.loads(line)
+            if (
+                d["intent"] == "shop"
+                and d["outcome"]["success"]
+                and d["score"] is not None
+                and 0.6 <= d["score"] <= 0.9
+                and d["miner_uid"] == miner
+            ):
+                hits += 1
+    scan_s = time.perf_counter() - t0
+    if hits != table.num_rows:
+        raise RuntimeError(f"query found {table.num_rows} episodes, the JSONL scan {hits}")
+    shard_bytes = sum(p.stat().st_size for p in root.rglob("*.parquet"))
+    return table.num_rows, query_s, scan_s, shard_bytes, jsonl.stat().st_size
+
+
+_RSS_CHILD = """
+import asyncio, pickle, resource, sys
+from pathlib import Path
+from shopbench.archive.store import ArchiveStore
+from shopbench.bench.archive import _Key, synthesise
+base = pickle.loads(Path(sys.argv[1]).read_bytes())
+n, root = int(sys.argv[2]), Path(sys.argv[3])
+async def go():
+    store = ArchiveStore(root, signer=_Key())
+    for start in range(0, n, 1000):
+        await asyncio.gather(*(store.put([r]) for r in synthesise(base, 1000, 0, start)))
+    await store.close()
+asyncio.run(go())
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def _peak_rss(base: list[Trajectory], sizes: list[int], work: Path) -> dict[int, float]:
+    import pickle
+
+    blob = work / "base.pickle"
+    blob.write_bytes(pickle.dumps(base))
+    out: dict[int, float] = {}
+    for n in sizes:
+        root = work / f"rss-{n}"
+        shutil.rmtree(root, ignore_errors=True)
+        done = subprocess.run(
+            [sys.executable, "-c", _RSS_CHILD, str(blob), str(n), str(root)],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        out[n] = round(int(done.stdout.split()[-1]) / 1024, 1)
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def run_archive_bench(cfg: ArchiveBenchConfig) -> ArchiveBenchResult:
+    """Run every figure of the archive bench (minutes at the default sizes)."""
+    owned = cfg.work is None
+    work = Path(cfg.work or tempfile.mkdtemp(prefix="shopbench-archive-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        base = _base_records(cfg.base_episodes, cfg.seed, work)
+        ingest = synthesise(base, cfg.ingest, cfg.seed + 1)
+        shutil.rmtree(work / "ingest", ignore_errors=True)
+        group = _ingest_rate(ingest, work / "ingest" / "group", group=True)
+        single_n = max(100, cfg.ingest // 20)  # one fsync each: a sample is enough
+        single = _ingest_rate(ingest[:single_n], work / "ingest" / "single", group=False)
+        shutil.rmtree(work / "ingest", ignore_errors=True)
+        matches, query_s, scan_s, shard_bytes, jsonl_bytes = _query_figures(base, cfg, work)
+        rss = _peak_rss(base, cfg.rss_sizes, work)
+    finally:
+        if owned:
+            shutil.rmtree(work, ignore_errors=True)
+    return ArchiveBenchResult(
+        base_episodes=len(base), ingest_episodes=cfg.ingest,
+        ingest_group_commit_per_s=round(group, 1), ingest_per_episode_fsync_per_s=round(single, 1),
+        query_episodes=cfg.episodes, query_matches=matches, query_s=round(query_s, 4),
+        jsonl_scan_s=round(scan_s, 3), query_speedup=round(scan_s / query_s, 1),
+        shard_bytes_per_episode=round(shard_bytes / cfg.episodes, 1),
+        jsonl_bytes_per_episode=round(jsonl_bytes / cfg.episodes, 1),
+        bytes_ratio=round(shard_bytes / jsonl_bytes, 4), peak_rss_mib=rss,
+    )  # fmt: skip

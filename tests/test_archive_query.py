@@ -1,0 +1,173 @@
+"""Queries over real shards (write_shard): DuckDB selects what a Python scan selects."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.layout import from_table, partition_of
+from shopbench.archive.query import EmbargoView, QueryError, query, sealed_shards
+from shopbench.archive.shards import write_shard
+from shopbench.bench.archive import play_episodes, synthesise
+from shopbench.trajectory.record import Trajectory
+
+VALIDATOR = "5BenchValidator"
+
+
+class KeyedHash:
+    """A stand-in for a hotkey: HMAC-SHA256 under a per-hotkey secret."""
+
+    def __init__(self, hotkey: str = VALIDATOR) -> None:
+        self.hotkey = hotkey
+
+    def sign(self, payload: bytes) -> str:
+        return hmac.new(self.hotkey.encode(), payload, hashlib.sha256).hexdigest()
+
+    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
+        expected = hmac.new(hotkey.encode(), payload, hashlib.sha256).hexdigest()
+        return hmac.compare_digest(expected, signature)
+
+
+def seal(records: list[Trajectory], root: Path, signer: Any = None) -> None:
+    """Seal `records` as shards under `root`, one per partition."""
+    by: dict[str, list[Trajectory]] = {}
+    for r in records:
+        by.setdefault(partition_of(r).path(), []).append(r)
+    for group in by.values():
+        write_shard(group, root, signer=signer or KeyedHash())
+
+
+@pytest.fixture(scope="module")
+def archive(env, tmp_path_factory) -> tuple[Path, list[Trajectory]]:  # type: ignore[no-untyped-def]
+    """400 episodes (copies of 8 real ones with varied fields) sealed under one root."""
+    records = synthesise(play_episodes(env, 8, 0), 400, 0)
+    root = tmp_path_factory.mktemp("archive")
+    seal(records, root)
+    return root, records
+
+
+def _scan(records: list[Trajectory], keep: Callable[[Trajectory], bool]) -> list[str]:
+    chosen = [r for r in records if keep(r)]
+    return [r.episode_id for r in sorted(chosen, key=lambda r: (r.block, r.episode_id))]
+
+
+CASES: list[tuple[dict[str, Any], Callable[[Trajectory], bool]]] = [
+    ({}, lambda r: True),
+    (
+        {
+            "intent": "shop",
+            "success": "true",
+            "score_min": "0.6",
+            "miner_uid": ",".join(str(u) for u in range(128)),
+        },
+        lambda r: r.intent == "shop" and r.outcome.success and r.score >= 0.6 and r.miner_uid < 128,
+    ),
+    (
+        {"block_min": "1000010", "block_max": "1000025", "success": "false"},
+        lambda r: 1000010 <= r.block <= 1000025 and not r.outcome.success,
+    ),
+    (
+        {"intent": "product,voucher", "score_max": "0.3", "cluster": "c1,c2,c3"},
+        lambda r: (
+            r.intent in ("product", "voucher")
+            and r.score <= 0.3
+            and r.cluster in ("c1", "c2", "c3")
+        ),
+    ),
+    (
+        {"miner_hotkey": "5Miner007,5Miner100", "validator": VALIDATOR},
+        lambda r: r.miner_hotkey in ("5Miner007", "5Miner100"),
+    ),
+    ({"validator": "5Other"}, lambda r: False),
+]
+
+
+@pytest.mark.parametrize(("raw", "keep"), CASES)
+def test_a_query_selects_what_a_scan_of_the_records_selects(
+    archive: tuple[Path, list[Trajectory]], raw: dict[str, Any], keep: Callable[[Trajectory], bool]
+) -> None:
+    root, records = archive
+    got = query(root, TraceFilter.parse(raw)).column("episode_id").to_pylist()
+    assert got == _scan(records, keep)
+
+
+def test_rows_come_back_as_the_records_that_were_sealed(
+    archive: tuple[Path, list[Trajectory]],
+) -> None:
+    root, records = archive
+    back = from_table(query(root, TraceFilter.parse({"intent": "knowledge", "limit": "5"})))
+    want = {r.episode_id: r for r in records}
+    assert len(back) == 5
+    assert all(t == want[t.episode_id] for t in back)
+
+
+def test_quarantined_unlisted_and_unverified_shards_are_not_read(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path
+) -> None:
+    root, records = archive
+    work = tmp_path / "a"
+    shutil.copytree(root, work)
+    listed = sealed_shards(work)
+    first = Path(listed[0].file)
+    # a copy in quarantine, and a shard whose manifest was never written
+    (work / "_quarantine").mkdir()
+    shutil.copy(first, work / "_quarantine" / first.name)
+    shutil.copy(first, first.with_name("part-unlisted.parquet"))
+    assert query(work).num_rows == len(records)
+    # a shard sealed by another key is read only without a verifier
+    extra = synthesise(records[:4], 3, 99, start=10_000)
+    seal(extra, work, signer=KeyedHash("5Intruder"))
+    assert query(work).num_rows == len(records) + 3
+    verified = query(work, verifier=KeyedHash(), validator=VALIDATOR)
+    assert verified.num_rows == len(records)
+    # a shard whose size differs from its manifest's is left out
+    first.write_bytes(first.read_bytes() + b"x")
+    assert query(work).num_rows == len(records) + 3 - listed[0].manifest.rows
+
+
+def test_a_manifest_pointing_outside_the_tree_is_a_named_error(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path
+) -> None:
+    root, _ = archive
+    work = tmp_path / "a"
+    shutil.copytree(root, work)
+    ref = sealed_shards(work)[0]
+    bad = ref.manifest.model_copy(update={"path": "../elsewhere.parquet"})
+    (work / ref.manifest.manifest_path()).write_bytes(bad.to_bytes())
+    with pytest.raises(QueryError, match="not a partition path"):
+        query(work)
+    (work / ref.manifest.manifest_path()).write_text("{not json")
+    with pytest.raises(QueryError, match="not a shard manifest"):
+        query(work)
+
+
+def test_the_embargo_drops_live_buckets_unless_lifted(
+    archive: tuple[Path, list[Trajectory]],
+) -> None:
+    root, records = archive
+    live = {records[0].epoch: records[0].bucket}
+    kept = query(root, embargo=EmbargoView(live=live)).column("episode_id").to_pylist()
+    assert kept == _scan(records, lambda r: (r.epoch, r.bucket) not in live.items())
+    assert len(kept) < len(records)
+    assert query(root, embargo=EmbargoView(live=live, lifted=True)).num_rows == len(records)
+
+
+def test_malformed_filters_and_columns_are_named_errors(
+    archive: tuple[Path, list[Trajectory]],
+) -> None:
+    root, _ = archive
+    with pytest.raises(FilterError, match="--intent.*'knowledge'"):
+        TraceFilter.parse({"intent": "shoes"})
+    with pytest.raises(FilterError, match="--colour"):
+        TraceFilter.parse({"colour": "red"})
+    with pytest.raises(FilterError, match="unknown column 'colour'"):
+        query(root, columns=["episode_id", "colour"])
+    with pytest.raises(QueryError, match="no archive here"):
+        query(root / "missing")
