@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -11,10 +12,13 @@ from typing import Any
 
 import pytest
 
+from shopbench.archive.export import export
 from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.layout import from_table, partition_of
 from shopbench.archive.query import EmbargoView, QueryError, query, sealed_shards
 from shopbench.archive.shards import write_shard
+from shopbench.archive.sink import SinkError
 from shopbench.bench.archive import play_episodes, synthesise
 from shopbench.trajectory.record import Trajectory
 
@@ -171,3 +175,57 @@ def test_malformed_filters_and_columns_are_named_errors(
         query(root, columns=["episode_id", "colour"])
     with pytest.raises(QueryError, match="no archive here"):
         query(root / "missing")
+
+
+def test_a_datasets_export_loads_with_datasets_and_round_trips(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path
+) -> None:
+    import datasets
+
+    root, records = archive
+    table = query(root, TraceFilter.parse({"intent": "product"}))
+    out = export(table, "datasets", tmp_path / "ds")
+    ds = datasets.load_dataset(
+        "parquet", data_dir=str(out), split="train", cache_dir=str(tmp_path / "cache")
+    )
+    assert ds.num_rows == table.num_rows > 0
+    want = {r.episode_id: r for r in records if r.intent == "product"}
+    assert {t.episode_id: t for t in from_table(ds.data.table)} == want
+
+
+def test_a_jsonl_export_reads_back_as_the_records(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path
+) -> None:
+    root, records = archive
+    table = query(root, TraceFilter.parse({"success": "true"}))
+    out = export(table, "jsonl", tmp_path / "t.jsonl")
+    want = {r.episode_id: r for r in records if r.outcome.success}
+    assert {t.episode_id: t for t in read_trajectories(out)} == want
+
+
+def test_a_shoppingbench_export_holds_each_turn_and_the_catalog_ids(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path
+) -> None:
+    root, records = archive
+    table = query(root, TraceFilter.parse({"limit": "20"}))
+    out = export(table, "shoppingbench", tmp_path / "sb.jsonl")
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    by_id = {r.episode_id: r for r in records}
+    chosen = [by_id[e] for e in table.column("episode_id").to_pylist()]
+    assert len(lines) == len(chosen) == 20
+    recommended = 0
+    for steps, t in zip(lines, chosen, strict=True):
+        assistant = [m for m in t.messages if m.role == "assistant"]
+        assert [s["extra_info"]["step"] for s in steps] == list(range(1, len(assistant) + 1))
+        assert all(s["prompt"][1] == {"role": "user", "content": t.query} for s in steps)
+        calls = {c.id: c.function.arguments for m in assistant for c in m.tool_calls or []}
+        for step in steps:
+            for call in step["completion"]["message"].get("tool_call", []):
+                if call["name"] == "recommend_product":
+                    ids = call["parameters"]["product_ids"].split(",")
+                    sent = json.loads(calls[call["tool_call_id"]])["product_ids"].split(",")
+                    assert ids == [t.token_map.get(i.strip(), i.strip()) for i in sent]
+                    recommended += 1
+    assert recommended > 0
+    with pytest.raises(SinkError, match="allowed: datasets, jsonl, shoppingbench"):
+        export(table, "csv", tmp_path / "x")
