@@ -623,3 +623,34 @@ def test_the_episode_id_sent_to_the_miner_is_the_archived_one(
     assert len(ids) == 4  # one fresh key per episode
     assert set(seen) == ids  # every turn of every episode named its archived id
     assert len(seen) == sum(t.turns for t in archived)
+
+
+def test_the_validator_publishes_its_sealed_public_shards_and_keeps_the_live_bucket(
+    honest: dict[str, BackgroundServer], catalog_dir: Path, tmp_path: Path
+) -> None:
+    from shopbench.archive.manifest import SHARD_GLOB, manifest_path
+    from shopbench.archive.shards import write_shard
+    from template.signing import HotkeySigner
+
+    subnet = Subnet()
+    subnet.add_miner(LocalWallet.derive("test-miner-careful"), honest["careful"].url)
+    one_round(make_validator(subnet, tmp_path / "first", catalog_dir))
+    earlier = next(iter(read_store(tmp_path / "first" / "archive")))
+    # A shard sealed by an earlier run, of no live bucket: public.
+    sealed = write_shard(
+        [earlier.model_copy(update={"episode_id": "earlier", "epoch": None, "bucket": None})],
+        tmp_path / "v" / "archive", signer=HotkeySigner.from_wallet(VALIDATOR),
+    )  # fmt: skip
+    dest = tmp_path / "bucket"
+    validator = make_validator(
+        subnet, tmp_path / "v", catalog_dir, archive_url=f"file://{dest}",
+        archive_upload_interval_s=0.05,
+    )  # fmt: skip
+    result = one_round(validator)
+    assert result.archived == 4
+    root = tmp_path / "v" / "archive"
+    assert (dest / sealed.path).read_bytes() == (root / sealed.path).read_bytes()
+    assert (dest / manifest_path(sealed.path)).read_bytes() == sealed.to_bytes()
+    # This round's episodes are of the bucket still being asked: sealed locally, never sent.
+    assert len(list(root.glob(SHARD_GLOB))) > 1
+    assert sorted(p.relative_to(dest) for p in dest.glob(SHARD_GLOB)) == [Path(sealed.path)]

@@ -115,6 +115,17 @@ class ValidatorNeuronConfig(_Section):
     archive_dir: str | None = Field(
         default=None, description="where trajectories are appended (default: FULL_PATH/archive)"
     )
+    archive_url: str | None = Field(
+        default=None,
+        description="publish sealed shards to this fsspec URL (s3://bucket/prefix, file:///path;"
+        " credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; default: keep them local)",
+    )
+    archive_endpoint_url: str | None = Field(
+        default=None, description="S3-compatible endpoint of archive_url (R2, MinIO)"
+    )
+    archive_upload_interval_s: float = Field(
+        default=60.0, gt=0, description="seconds between upload passes (failures retried then)"
+    )
     catalog_products: int = Field(
         default=2_500_000, ge=100, description="products in each secret catalog"
     )

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from shopbench.archive.remote import RemoteTarget, ShardUploader, UploadConfig
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import ArchiveSink
 from shopbench.archive.store import ArchiveStore
@@ -115,6 +116,7 @@ class Validator:
         self.hotkey: str = wallet.hotkey.ss58_address
         self.signer: Signer = HotkeySigner.from_wallet(wallet)
         self.sink = sink or ArchiveStore(config.archive_dir, signer=self.signer)
+        self.uploader = _uploader(config, self.sink)
         self.metrics = metrics or ValidatorMetrics()
         self.on_episode = on_episode
         self.on_archived = on_archived
@@ -159,6 +161,8 @@ class Validator:
         self._open_catalog()
         await self.rotator.publish(self.chain)
         self.save()
+        if self.uploader is not None:
+            self.uploader.start()  # publishes in the background; never holds a round
         if self.round_judge.llm is not None:
             for check in await self.round_judge.llm.check_endpoints():
                 if check.ok:
@@ -195,6 +199,8 @@ class Validator:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self.uploader is not None:
+            await self.uploader.close()
         await self.sink.close()
         await self.chain.close()
 
@@ -324,6 +330,8 @@ class Validator:
             len(tasks), epoch, extra={"round": self.state.round, "epoch": epoch},
         )  # fmt: skip
         result = await play_round(ctx, self.state.round, self.block, epoch, miners, tasks)
+        if self.uploader is not None:
+            self.uploader.notify()
         alpha = self.config.consensus.ema_alpha
         for m in result.miners:
             self.state.scores.update(m.uid, m.hotkey, m.score, alpha, m.episodes)
@@ -399,3 +407,15 @@ def _round_judge(config: ValidatorConfig, rubric: Judge) -> RoundJudge:
         )  # fmt: skip
     sampling = LLMSampling(rate=section.sample_rate, round_deadline_s=section.deadline_s)
     return RoundJudge(rubric, llm, sampling, config.consensus.combine)
+
+
+def _uploader(config: ValidatorConfig, sink: ArchiveSink) -> ShardUploader | None:
+    """The uploader of the store's sealed public shards to ``archive_url``, if one is set."""
+    n = config.neuron
+    if n.archive_url is None or not isinstance(sink, ArchiveStore):
+        return None
+    options = {"endpoint_url": n.archive_endpoint_url} if n.archive_endpoint_url else {}
+    return ShardUploader(
+        sink.root, RemoteTarget(url=n.archive_url, storage_options=options),
+        is_public=sink.is_public, config=UploadConfig(interval_s=n.archive_upload_interval_s),
+    )  # fmt: skip
