@@ -34,9 +34,10 @@ def _register() -> None:
         search,
         subnet_bench,
         tasks,
+        traces,
     )
 
-    for module in (arena, catalog, search, tasks, env, evaluate, judge, subnet_bench):
+    for module in (arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces):
         module.register(app, bench_app)
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from shopbench.archive.export import export
@@ -229,3 +233,60 @@ def test_a_shoppingbench_export_holds_each_turn_and_the_catalog_ids(
     assert recommended > 0
     with pytest.raises(SinkError, match="allowed: datasets, jsonl, shoppingbench"):
         export(table, "csv", tmp_path / "x")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "shopbench.cli", "traces", *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("lifted", [False, True])
+def test_the_traces_cli_queries_and_exports_a_store_with_its_embargo(
+    archive: tuple[Path, list[Trajectory]], tmp_path: Path, lifted: bool
+) -> None:
+    from shopbench.archive.store import ArchiveStore, EmbargoPolicy, load_embargo
+
+    _, records = archive
+
+    async def ingest() -> None:
+        store = ArchiveStore(
+            tmp_path / "store", signer=KeyedHash(), embargo=EmbargoPolicy(lifted=lifted)
+        )
+        await store.put(records[:200])
+        await store.close()
+
+    asyncio.run(ingest())
+    state = load_embargo(tmp_path / "store")
+    public = [
+        r for r in records[:200] if lifted or (r.epoch, r.bucket) != (state.epoch, state.bucket)
+    ]
+    assert lifted or 0 < len(public) < 200
+    done = _cli("query", str(tmp_path / "store"), "--format", "jsonl", "--intent", "shop,product")
+    assert done.returncode == 0, done.stderr
+    got = [json.loads(line)["episode_id"] for line in done.stdout.splitlines()]
+    assert got == _scan(public, lambda r: r.intent in ("shop", "product"))
+    assert ("EMBARGO LIFTED" in done.stderr) is lifted
+    table = _cli("query", str(tmp_path / "store"), "--success", "true", "--limit", "3")
+    assert table.returncode == 0 and "3 episodes" in table.stdout
+    out = tmp_path / "q.parquet"
+    done = _cli("query", str(tmp_path / "store"), "--format", "parquet", "--out", str(out))
+    assert done.returncode == 0 and pq.read_table(out).num_rows == len(public)
+    done = _cli("export", str(tmp_path / "store"), "--format", "datasets", "--out",
+                str(tmp_path / "ds"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert pq.read_table(tmp_path / "ds" / "data").num_rows == len(public)
+
+
+def test_the_traces_cli_names_a_malformed_filter(
+    archive: tuple[Path, list[Trajectory]],
+) -> None:
+    root, _ = archive
+    done = _cli("query", str(root), "--intent", "shoes")
+    assert done.returncode == 2
+    assert "--intent" in done.stderr and "'knowledge'" in done.stderr
+    done = _cli("query", str(root), "--score-min", "0.9", "--score-max", "0.1")
+    assert done.returncode == 2 and "--score-min" in done.stderr
+    done = _cli("query", str(root), "--format", "csv")
+    assert done.returncode == 2 and "--format" in done.stderr

@@ -1,0 +1,193 @@
+"""`shopbench traces ...` (query, export, and pull/publish from traces_pull) and
+`shopbench bench archive`.
+
+Filters are read as text and validated by :class:`~shopbench.archive.filters.TraceFilter`,
+so a malformed one is one line naming the filter and what it accepts (exit status 2).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+traces_app = typer.Typer(
+    help="The trajectory archive: query, export, pull, publish.", no_args_is_help=True
+)
+
+QUERY_FORMATS = ("table", "jsonl", "parquet")
+
+
+def _opt(help_text: str) -> str | None:
+    return typer.Option(None, help=help_text)
+
+
+_LIST = " (comma-separated)"
+
+
+def _read(directory: Path, values: dict[str, str | None]):  # type: ignore[no-untyped-def]
+    """The episodes under `directory` matching the filter `values`, the store's embargo
+    (``_embargo.json``) applied: the live bucket is left out unless the store lifted it."""
+    from shopbench.archive.filters import TraceFilter
+    from shopbench.archive.query import query
+    from shopbench.archive.store import LIFTED_WARNING, load_embargo
+
+    f = TraceFilter.parse(values)
+    embargo = load_embargo(directory).view()
+    if embargo.lifted:
+        typer.echo(LIFTED_WARNING.format(root=directory), err=True)
+    return query(directory, f, embargo=embargo)
+
+
+@traces_app.command("query")
+def query_command(
+    directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
+    fmt: str = typer.Option("table", "--format", help=f"one of {', '.join(QUERY_FORMATS)}"),
+    out: Path | None = typer.Option(None, "--out", help="write here instead of stdout"),
+    block_min: str | None = _opt("first block"),
+    block_max: str | None = _opt("last block"),
+    epoch_min: str | None = _opt("first epoch"),
+    epoch_max: str | None = _opt("last epoch"),
+    since: str | None = _opt("started at or after (ISO 8601 or unix seconds)"),
+    until: str | None = _opt("started before (ISO 8601 or unix seconds)"),
+    intent: str | None = _opt("intents" + _LIST),
+    cluster: str | None = _opt("clusters" + _LIST),
+    miner_uid: str | None = _opt("miner uids" + _LIST),
+    miner_hotkey: str | None = _opt("miner hotkeys" + _LIST),
+    validator: str | None = _opt("validator hotkeys" + _LIST),
+    agent: str | None = _opt("agent names" + _LIST),
+    judge_id: str | None = _opt("judge ids" + _LIST),
+    termination: str | None = _opt("termination reasons" + _LIST),
+    success: str | None = _opt("true or false"),
+    score_min: str | None = _opt("lowest final score"),
+    score_max: str | None = _opt("highest final score"),
+    rule_score_min: str | None = _opt("lowest mean rule score"),
+    rule_score_max: str | None = _opt("highest mean rule score"),
+    judge_score_min: str | None = _opt("lowest judge score"),
+    judge_score_max: str | None = _opt("highest judge score"),
+    limit: str | None = _opt("at most this many episodes"),
+) -> None:
+    """Print (or write) the archived episodes matching the filters."""
+    values = {k: v for k, v in locals().items() if k not in ("directory", "fmt", "out")}
+    if fmt not in QUERY_FORMATS:
+        raise typer.BadParameter(
+            f"{fmt!r} is not a format (allowed: {', '.join(QUERY_FORMATS)})", param_hint="--format"
+        )
+    table = _read(directory, values)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        if out is None:
+            raise typer.BadParameter("--format parquet needs --out FILE", param_hint="--out")
+        pq.write_table(table, out, compression="zstd")
+        typer.echo(f"wrote {table.num_rows} episodes to {out}", err=True)
+    elif fmt == "jsonl":
+        from shopbench.archive.layout import from_table
+
+        stream = out.open("w", encoding="utf-8") if out else sys.stdout
+        try:
+            for t in from_table(table):
+                stream.write(t.model_dump_json() + "\n")
+        finally:
+            if out:
+                stream.close()
+    else:
+        _print_table(table, out)
+
+
+def _print_table(table, out: Path | None) -> None:  # type: ignore[no-untyped-def]
+    from rich.console import Console
+    from rich.table import Table
+
+    from shopbench.archive.query import SUMMARY_COLUMNS
+
+    columns = [c for c in SUMMARY_COLUMNS if c in table.column_names]
+    view = Table(*columns, title=f"{table.num_rows} episodes")
+    for row in table.select(columns).to_pylist():
+        # Miner-written text never reaches this listing: only ids, numbers and enums.
+        view.add_row(*("" if row[c] is None else str(row[c]) for c in columns))
+    if out is not None:
+        with out.open("w", encoding="utf-8") as f:
+            Console(file=f, width=200).print(view)
+    else:
+        Console(width=200).print(view)
+
+
+@traces_app.command("export")
+def export_command(
+    directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
+    fmt: str = typer.Option(
+        ...,
+        "--format",
+        help="datasets (a folder for load_dataset('parquet', data_dir=…)), "
+        "jsonl, or shoppingbench (ShoppingBench's rollout traces)",
+    ),  # fmt: skip
+    out: Path = typer.Option(..., "--out", help="folder (datasets) or file"),
+    block_min: str | None = _opt("first block"),
+    block_max: str | None = _opt("last block"),
+    epoch_min: str | None = _opt("first epoch"),
+    epoch_max: str | None = _opt("last epoch"),
+    since: str | None = _opt("started at or after (ISO 8601 or unix seconds)"),
+    until: str | None = _opt("started before (ISO 8601 or unix seconds)"),
+    intent: str | None = _opt("intents" + _LIST),
+    cluster: str | None = _opt("clusters" + _LIST),
+    miner_uid: str | None = _opt("miner uids" + _LIST),
+    miner_hotkey: str | None = _opt("miner hotkeys" + _LIST),
+    validator: str | None = _opt("validator hotkeys" + _LIST),
+    agent: str | None = _opt("agent names" + _LIST),
+    judge_id: str | None = _opt("judge ids" + _LIST),
+    termination: str | None = _opt("termination reasons" + _LIST),
+    success: str | None = _opt("true or false"),
+    score_min: str | None = _opt("lowest final score"),
+    score_max: str | None = _opt("highest final score"),
+    rule_score_min: str | None = _opt("lowest mean rule score"),
+    rule_score_max: str | None = _opt("highest mean rule score"),
+    judge_score_min: str | None = _opt("lowest judge score"),
+    judge_score_max: str | None = _opt("highest judge score"),
+    limit: str | None = _opt("at most this many episodes"),
+) -> None:
+    """Export the matching episodes as a datasets folder, JSONL, or ShoppingBench traces."""
+    values = {k: v for k, v in locals().items() if k not in ("directory", "fmt", "out")}
+    from shopbench.archive.export import EXPORT_FORMATS, export
+
+    if fmt not in EXPORT_FORMATS:
+        raise typer.BadParameter(
+            f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
+            param_hint="--format",
+        )
+    table = _read(directory, values)
+    written = export(table, fmt, out)
+    typer.echo(f"exported {table.num_rows} episodes to {written}")
+
+
+def bench_archive_command(
+    episodes: int = typer.Option(
+        1_000_000, "--episodes", min=1000, help="archived episodes the query is measured over"
+    ),
+    ingest: int = typer.Option(
+        20_000,
+        "--ingest",
+        min=100,
+        help="episodes ingested through the store for the ingest figures",
+    ),
+    work: Path | None = typer.Option(None, "--work", help="scratch folder (default: a temp dir)"),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+) -> None:
+    """Ingest rate (group commit vs per-episode fsync), filtered query time vs a JSONL scan,
+    bytes per episode vs JSONL, and peak memory while ingesting."""
+    from shopbench.bench.archive import ArchiveBenchConfig, run_archive_bench
+
+    report = run_archive_bench(
+        ArchiveBenchConfig(episodes=episodes, ingest=ingest, work=str(work) if work else None)
+    )
+    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add the ``traces`` group (with pull and publish) and ``bench archive``."""
+    from shopbench.commands import traces_pull
+
+    traces_pull.register(traces_app)
+    app.add_typer(traces_app, name="traces")
+    bench_app.command("archive")(bench_archive_command)
