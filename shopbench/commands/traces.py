@@ -7,8 +7,12 @@ so a malformed one is one line naming the filter and what it accepts (exit statu
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,11 +23,55 @@ traces_app = typer.Typer(
 QUERY_FORMATS = ("table", "jsonl", "parquet")
 
 
-def _opt(help_text: str) -> str | None:
-    return typer.Option(None, help=help_text)
-
-
 _LIST = " (comma-separated)"
+_FILTERS: tuple[tuple[str, str], ...] = (
+    ("block_min", "first block"),
+    ("block_max", "last block"),
+    ("epoch_min", "first epoch"),
+    ("epoch_max", "last epoch"),
+    ("since", "started at or after (ISO 8601 or unix seconds)"),
+    ("until", "started before (ISO 8601 or unix seconds)"),
+    ("intent", "intents" + _LIST),
+    ("cluster", "clusters" + _LIST),
+    ("miner_uid", "miner uids" + _LIST),
+    ("miner_hotkey", "miner hotkeys" + _LIST),
+    ("validator", "validator hotkeys" + _LIST),
+    ("agent", "agent names" + _LIST),
+    ("judge_id", "judge ids" + _LIST),
+    ("termination", "termination reasons" + _LIST),
+    ("success", "true or false"),
+    ("score_min", "lowest final score"),
+    ("score_max", "highest final score"),
+    ("rule_score_min", "lowest mean rule score"),
+    ("rule_score_max", "highest mean rule score"),
+    ("judge_score_min", "lowest judge score"),
+    ("judge_score_max", "highest judge score"),
+    ("limit", "at most this many episodes"),
+)
+"""Every trace filter's option: the TraceFilter field it sets, and its help text."""
+
+
+def _with_filters(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`, which takes the filter values as ``filters``, as a typer command taking each
+    trace filter as an option of its own (declared once, in :data:`_FILTERS`)."""
+    signature = inspect.signature(command)
+    own = [p for p in signature.parameters.values() if p.name != "filters"]
+    options = [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, help=text),
+            annotation=str | None,
+        )
+        for name, text in _FILTERS
+    ]  # fmt: skip
+
+    @functools.wraps(command)
+    def with_options(**values: Any) -> None:
+        filters = {name: values.pop(name) for name, _ in _FILTERS}
+        command(**values, filters=filters)
+
+    del with_options.__wrapped__  # typer must read the signature below, not the wrapped one
+    with_options.__signature__ = signature.replace(parameters=[*own, *options])  # type: ignore[attr-defined]
+    return with_options
 
 
 def _read(directory: Path, values: dict[str, str | None]):  # type: ignore[no-untyped-def]
@@ -41,35 +89,15 @@ def _read(directory: Path, values: dict[str, str | None]):  # type: ignore[no-un
 
 
 @traces_app.command("query")
+@_with_filters
 def query_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option("table", "--format", help=f"one of {', '.join(QUERY_FORMATS)}"),
     out: Path | None = typer.Option(None, "--out", help="write here instead of stdout"),
-    block_min: str | None = _opt("first block"),
-    block_max: str | None = _opt("last block"),
-    epoch_min: str | None = _opt("first epoch"),
-    epoch_max: str | None = _opt("last epoch"),
-    since: str | None = _opt("started at or after (ISO 8601 or unix seconds)"),
-    until: str | None = _opt("started before (ISO 8601 or unix seconds)"),
-    intent: str | None = _opt("intents" + _LIST),
-    cluster: str | None = _opt("clusters" + _LIST),
-    miner_uid: str | None = _opt("miner uids" + _LIST),
-    miner_hotkey: str | None = _opt("miner hotkeys" + _LIST),
-    validator: str | None = _opt("validator hotkeys" + _LIST),
-    agent: str | None = _opt("agent names" + _LIST),
-    judge_id: str | None = _opt("judge ids" + _LIST),
-    termination: str | None = _opt("termination reasons" + _LIST),
-    success: str | None = _opt("true or false"),
-    score_min: str | None = _opt("lowest final score"),
-    score_max: str | None = _opt("highest final score"),
-    rule_score_min: str | None = _opt("lowest mean rule score"),
-    rule_score_max: str | None = _opt("highest mean rule score"),
-    judge_score_min: str | None = _opt("lowest judge score"),
-    judge_score_max: str | None = _opt("highest judge score"),
-    limit: str | None = _opt("at most this many episodes"),
+    filters: dict[str, str | None] | None = None,
 ) -> None:
     """Print (or write) the archived episodes matching the filters."""
-    values = {k: v for k, v in locals().items() if k not in ("directory", "fmt", "out")}
+    values = filters or {}
     if fmt not in QUERY_FORMATS:
         raise typer.BadParameter(
             f"{fmt!r} is not a format (allowed: {', '.join(QUERY_FORMATS)})", param_hint="--format"
@@ -115,6 +143,7 @@ def _print_table(table, out: Path | None) -> None:  # type: ignore[no-untyped-de
 
 
 @traces_app.command("export")
+@_with_filters
 def export_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option(
@@ -124,31 +153,10 @@ def export_command(
         "jsonl, or shoppingbench (ShoppingBench's rollout traces)",
     ),  # fmt: skip
     out: Path = typer.Option(..., "--out", help="folder (datasets) or file"),
-    block_min: str | None = _opt("first block"),
-    block_max: str | None = _opt("last block"),
-    epoch_min: str | None = _opt("first epoch"),
-    epoch_max: str | None = _opt("last epoch"),
-    since: str | None = _opt("started at or after (ISO 8601 or unix seconds)"),
-    until: str | None = _opt("started before (ISO 8601 or unix seconds)"),
-    intent: str | None = _opt("intents" + _LIST),
-    cluster: str | None = _opt("clusters" + _LIST),
-    miner_uid: str | None = _opt("miner uids" + _LIST),
-    miner_hotkey: str | None = _opt("miner hotkeys" + _LIST),
-    validator: str | None = _opt("validator hotkeys" + _LIST),
-    agent: str | None = _opt("agent names" + _LIST),
-    judge_id: str | None = _opt("judge ids" + _LIST),
-    termination: str | None = _opt("termination reasons" + _LIST),
-    success: str | None = _opt("true or false"),
-    score_min: str | None = _opt("lowest final score"),
-    score_max: str | None = _opt("highest final score"),
-    rule_score_min: str | None = _opt("lowest mean rule score"),
-    rule_score_max: str | None = _opt("highest mean rule score"),
-    judge_score_min: str | None = _opt("lowest judge score"),
-    judge_score_max: str | None = _opt("highest judge score"),
-    limit: str | None = _opt("at most this many episodes"),
+    filters: dict[str, str | None] | None = None,
 ) -> None:
     """Export the matching episodes as a datasets folder, JSONL, or ShoppingBench traces."""
-    values = {k: v for k, v in locals().items() if k not in ("directory", "fmt", "out")}
+    values = filters or {}
     from shopbench.archive.export import EXPORT_FORMATS, export
 
     if fmt not in EXPORT_FORMATS:
