@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.archive.durable import replace_durably
 from shopbench.archive.manifest import (
     MANIFESTS_DIR,
     ShardManifest,
@@ -109,20 +110,10 @@ def _quarantine(out: Path, rel: str, reason: str, manifest_bytes: bytes | None) 
             os.replace(src, shard)
     if manifest_bytes is not None:
         manifest = out / QUARANTINE_DIR / manifest_path(rel)
-        _write_atomic(manifest, manifest_bytes)
+        replace_durably(manifest, manifest_bytes)
         kept.append(manifest)
     for path in kept:
-        _write_atomic(path.with_name(path.name + ".reason.txt"), f"{rel}: {reason}\n".encode())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+        replace_durably(path.with_name(path.name + ".reason.txt"), f"{rel}: {reason}\n".encode())
 
 
 def _remote(what: str, call: Callable[..., T], *args: Any) -> T:
@@ -237,7 +228,7 @@ def pull(
             _quarantine(out, rel, f"shard fails its signed manifest: {reason}", raw)
             report.quarantined[rel] = f"shard fails its signed manifest: {reason}"
             continue
-        _write_atomic(local_manifest, raw)  # after the shard, as the publisher orders them
+        replace_durably(local_manifest, raw)  # after the shard, as the publisher orders them
         report.fetched.append(rel)
         if resumed:
             report.resumed.append(rel)

@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.archive.durable import replace_durably
 from shopbench.archive.manifest import ShardManifest, manifest_path
 from shopbench.archive.shards import iter_manifests, verify_shard
 from shopbench.archive.sink import RemoteError, SinkError
@@ -126,16 +127,6 @@ def _state_file(root: Path, url: str) -> Path:
     return root / UPLOADS_DIR / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def local_manifests(root: Path) -> list[tuple[Path, ShardManifest]]:
     """Every manifest file under ``root/_manifests`` with its parsed manifest, in path order;
     an unreadable one is logged and left out (the store quarantines such shards)."""
@@ -184,7 +175,7 @@ class ShardUploader:
             raise RemoteError(f"upload state {self._state_path} is corrupt: {e}") from e
 
     def _save(self, state: UploadState) -> None:
-        _write_atomic(self._state_path, state.model_dump_json(indent=1).encode())
+        replace_durably(self._state_path, state.model_dump_json(indent=1).encode())
 
     # -- one pass ----------------------------------------------------------------------
 

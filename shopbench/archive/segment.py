@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from shopbench.archive.durable import fsync_dir
 from shopbench.archive.sink import SegmentError
 
 _HEADER = struct.Struct("<II")
@@ -74,15 +75,6 @@ def replay(path: str | Path) -> tuple[list[bytes], int]:
         except OSError as e:
             raise SegmentError(f"{p}: cannot cut the torn tail ({e.strerror or e})") from None
     return frames, cut
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new file in directory `path` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Segment:

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shopbench
+from shopbench.archive.durable import fsync_dir
 from shopbench.archive.layout import LAYOUT_VERSION, SCHEMA, from_table, partition_of, to_table
 from shopbench.archive.manifest import (
     MANIFESTS_DIR,
@@ -52,14 +53,6 @@ def new_shard_id() -> str:
     return f"{time.time_ns() // 1_000_000:013d}-{secrets.token_hex(4)}"
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_durably(path: Path, data: bytes) -> None:
     """Write `data` to `path` atomically and durably: a temporary name in the same folder,
     fsync, rename, fsync the folder. An existing `path` is an error (files are immutable).
@@ -76,7 +69,7 @@ def write_durably(path: Path, data: bytes) -> None:
         os.rename(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def encode_shard(trajectories: Sequence[Trajectory]) -> bytes:

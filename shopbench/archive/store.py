@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import shutil
 import sys
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.archive.durable import fsync_dir, replace_durably
 from shopbench.archive.layout import partition_of
 from shopbench.archive.manifest import (
     MANIFESTS_DIR,
@@ -51,7 +51,7 @@ from shopbench.archive.manifest import (
     manifest_path_for,
     read_manifest,
 )
-from shopbench.archive.segment import DEFAULT_COMMIT_WINDOW_MS, Segment, fsync_dir, replay
+from shopbench.archive.segment import DEFAULT_COMMIT_WINDOW_MS, Segment, replay
 from shopbench.archive.shards import TEMP_SUFFIX, read_shard, verify_shard, write_shard
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import RecordRefused, SegmentError, SinkError
@@ -125,16 +125,6 @@ def load_embargo(root: str | Path) -> EmbargoState:
         raise SinkError(f"{path}: unreadable embargo state ({e})") from None
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
 def _shard_files(root: Path) -> Iterator[Path]:
     """Every Parquet file of the partition tree (not the quarantine, not hidden temps)."""
     for path in root.glob("validator=*/**/*.parquet"):
@@ -186,7 +176,7 @@ class ArchiveStore:
             state = load_embargo(self.root)
             self._embargo = state.model_copy(update={"lifted": self.policy.lifted})
             if self._embargo != state or not (self.root / EMBARGO_FILE).exists():
-                _write_atomic(self.root / EMBARGO_FILE, self._embargo.model_dump_json().encode())
+                replace_durably(self.root / EMBARGO_FILE, self._embargo.model_dump_json().encode())
         except OSError as e:
             raise SinkError(f"{self.root}: cannot open the archive ({e.strerror or e})") from None
         if self.policy.lifted:
@@ -231,7 +221,7 @@ class ArchiveStore:
             return
         new = current.model_copy(update={"epoch": latest.epoch, "bucket": latest.bucket})
         try:  # durable before the records that move it are acknowledged
-            _write_atomic(self.root / EMBARGO_FILE, new.model_dump_json().encode())
+            replace_durably(self.root / EMBARGO_FILE, new.model_dump_json().encode())
         except OSError as e:
             raise SinkError(f"{self.root}: cannot record the embargo ({e.strerror or e})") from None
         self._embargo = new
