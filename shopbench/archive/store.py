@@ -70,6 +70,9 @@ EMBARGO_FILE = "_embargo.json"
 """The store's embargo state, read by every public reader of the root."""
 DEFAULT_ROLL_ROWS = 10_000
 DEFAULT_ROLL_SECONDS = 300.0
+DEFAULT_MAX_SEALED = 2
+"""Sealed segments that may wait for their shards before ``put`` waits for the roll: the
+backpressure that keeps memory bounded when records arrive faster than shards are sealed."""
 _SEGMENT = re.compile(r"^segment-(\d{8})\.wal$")
 LIFTED_WARNING = (
     "ARCHIVE EMBARGO LIFTED: every episode in {root} is public, live rotation buckets "
@@ -159,6 +162,7 @@ class ArchiveStore:
         roll_seconds: float = DEFAULT_ROLL_SECONDS,
         commit_window_ms: float = DEFAULT_COMMIT_WINDOW_MS,
         fsync: bool = True,
+        max_sealed: int = DEFAULT_MAX_SEALED,
     ) -> None:
         if roll_rows < 1:
             raise ValueError(f"roll_rows must be at least 1, got {roll_rows}")
@@ -168,6 +172,7 @@ class ArchiveStore:
         self.roll_rows = roll_rows
         self.roll_seconds = roll_seconds
         self.commit_window_ms = commit_window_ms
+        self.max_sealed = max(1, max_sealed)
         self.fsync = fsync
         self.acknowledged = 0
         self.shards_written = 0
@@ -275,6 +280,10 @@ class ArchiveStore:
                 self.roll_seconds, self._roll_if_due
             )
         self._roll_if_due()
+        roll = self._roll_task
+        if len(self._sealed) > self.max_sealed and roll is not None and not roll.done():
+            # Backpressure: what is acknowledged stays durable; the caller waits for shards.
+            await asyncio.shield(roll)
         return len(records)
 
     def _roll_if_due(self) -> None:
