@@ -54,3 +54,13 @@ def server():  # type: ignore[no-untyped-def]
 
     with running(FakeJudgeServer()) as s:
         yield s
+
+
+@pytest.fixture(scope="module")
+def s3():  # type: ignore[no-untyped-def]
+    """A real S3-compatible server (moto's) on a loopback port, one per test module; its
+    endpoint URL."""
+    from object_store import s3_server
+
+    with s3_server() as endpoint:
+        yield endpoint

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from keyed_hash import KeyedHash
 
 from shopbench.agents.reference import CarefulPolicy, RandomPolicy
 from shopbench.archive.layout import (
@@ -34,20 +34,6 @@ from shopbench.trajectory.record import ToolLogEntry, Trajectory
 from shopbench.trajectory.verdict import JudgeVerdict
 
 VALIDATOR = "5Validator"
-
-
-class KeyedHash:
-    """A stand-in for a hotkey: HMAC-SHA256 under a per-hotkey secret."""
-
-    def __init__(self, hotkey: str = VALIDATOR) -> None:
-        self.hotkey = hotkey
-
-    def sign(self, payload: bytes) -> str:
-        return hmac.new(self.hotkey.encode(), payload, hashlib.sha256).hexdigest()
-
-    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
-        expected = hmac.new(hotkey.encode(), payload, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, signature)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +75,7 @@ def episodes(env: ShoppingEnv, catalog: Any) -> list[Trajectory]:
         update={"judge": judge, "score": 0.5, "epoch": 7, "bucket": 3,
                 "tool_log": [*out[1].tool_log, raw]}
     )  # fmt: skip
-    out[2] = sign_trajectory(out[2], KeyedHash())
+    out[2] = sign_trajectory(out[2], KeyedHash(VALIDATOR))
     return [Trajectory.model_validate_json(t.model_dump_json()) for t in out]
 
 
@@ -108,7 +94,7 @@ def test_rows_round_trip_exactly_through_arrow_duckdb_and_datasets(
     assert table.column("tool_calls").to_pylist() == [t.tool_calls for t in episodes]
     assert table.column("judge_score").to_pylist() == [None, 0.625, None, None]
 
-    manifest = write_shard(episodes, tmp_path, signer=KeyedHash())
+    manifest = write_shard(episodes, tmp_path, signer=KeyedHash(VALIDATOR))
     con = duckdb.connect()
     glob = f"{tmp_path}/{SHARD_GLOB}"
     rel = con.sql(f"select * from read_parquet('{glob}', hive_partitioning=true)")
@@ -133,7 +119,7 @@ def test_rows_round_trip_exactly_through_arrow_duckdb_and_datasets(
 
 
 def test_a_shard_and_its_signed_manifest(episodes: list[Trajectory], tmp_path: Path) -> None:
-    key = KeyedHash()
+    key = KeyedHash(VALIDATOR)
     m = write_shard(episodes, tmp_path, signer=key, shard_id="0001-a")
     part = partition_of(episodes[0])
     assert m.path == f"{part.path()}/part-0001-a.parquet"
@@ -168,7 +154,7 @@ def test_a_shard_and_its_signed_manifest(episodes: list[Trajectory], tmp_path: P
 
 
 def test_verify_shard_names_what_is_wrong(episodes: list[Trajectory], tmp_path: Path) -> None:
-    m = write_shard(episodes, tmp_path, signer=KeyedHash())
+    m = write_shard(episodes, tmp_path, signer=KeyedHash(VALIDATOR))
     shard = tmp_path / m.path
     data = shard.read_bytes()
     flipped = bytearray(data)
@@ -188,7 +174,7 @@ def test_verify_shard_names_what_is_wrong(episodes: list[Trajectory], tmp_path: 
 def test_bad_batches_and_unwritable_roots_are_refused(
     episodes: list[Trajectory], tmp_path: Path
 ) -> None:
-    key = KeyedHash()
+    key = KeyedHash(VALIDATOR)
     with pytest.raises(SinkError, match="at least one"):
         write_shard([], tmp_path, signer=key)
     other = episodes[0].model_copy(update={"validator_hotkey": "5Elsewhere"})

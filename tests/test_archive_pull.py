@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,13 @@ from object_store import (
     OTHER,
     SIGNER,
     VERIFIER,
+    everyone_public,
     make_archive,
     play_episodes,
-    s3_server,
     s3_target,
 )
 
-from shopbench.archive.manifest import SHARD_GLOB, ShardManifest, manifest_path
+from shopbench.archive.manifest import SHARD_GLOB, manifest_path
 from shopbench.archive.pull import PullFilters, pull
 from shopbench.archive.remote import RemoteTarget, ShardUploader
 from shopbench.archive.shards import read_shard
@@ -35,18 +34,8 @@ from shopbench.trajectory.record import Trajectory
 
 
 @pytest.fixture(scope="module")
-def s3() -> Iterator[str]:
-    with s3_server() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
 def episodes(env: Any, catalog: Any) -> list[Trajectory]:
     return play_episodes(env, catalog)
-
-
-def everyone_public(manifest: ShardManifest) -> bool:
-    return True
 
 
 def publish(root: Path, target: RemoteTarget) -> None:

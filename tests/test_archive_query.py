@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import shutil
 import subprocess
@@ -15,6 +13,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from keyed_hash import KeyedHash
 
 from shopbench.archive.export import export
 from shopbench.archive.filters import FilterError, TraceFilter
@@ -29,27 +28,13 @@ from shopbench.trajectory.record import Trajectory
 VALIDATOR = "5BenchValidator"
 
 
-class KeyedHash:
-    """A stand-in for a hotkey: HMAC-SHA256 under a per-hotkey secret."""
-
-    def __init__(self, hotkey: str = VALIDATOR) -> None:
-        self.hotkey = hotkey
-
-    def sign(self, payload: bytes) -> str:
-        return hmac.new(self.hotkey.encode(), payload, hashlib.sha256).hexdigest()
-
-    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
-        expected = hmac.new(hotkey.encode(), payload, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, signature)
-
-
 def seal(records: list[Trajectory], root: Path, signer: Any = None) -> None:
     """Seal `records` as shards under `root`, one per partition."""
     by: dict[str, list[Trajectory]] = {}
     for r in records:
         by.setdefault(partition_of(r).path(), []).append(r)
     for group in by.values():
-        write_shard(group, root, signer=signer or KeyedHash())
+        write_shard(group, root, signer=signer or KeyedHash(VALIDATOR))
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +118,7 @@ def test_quarantined_unlisted_and_unverified_shards_are_not_read(
     extra = synthesise(records[:4], 3, 99, start=10_000)
     seal(extra, work, signer=KeyedHash("5Intruder"))
     assert query(work).num_rows == len(records) + 3
-    verified = query(work, verifier=KeyedHash(), validator=VALIDATOR)
+    verified = query(work, verifier=KeyedHash(VALIDATOR), validator=VALIDATOR)
     assert verified.num_rows == len(records)
     # a shard whose size differs from its manifest's is left out
     first.write_bytes(first.read_bytes() + b"x")
@@ -252,7 +237,7 @@ def test_the_traces_cli_queries_and_exports_a_store_with_its_embargo(
 
     async def ingest() -> None:
         store = ArchiveStore(
-            tmp_path / "store", signer=KeyedHash(), embargo=EmbargoPolicy(lifted=lifted)
+            tmp_path / "store", signer=KeyedHash(VALIDATOR), embargo=EmbargoPolicy(lifted=lifted)
         )
         await store.put(records[:200])
         await store.close()

@@ -5,14 +5,13 @@ never blocks the caller and is retried from the state kept on disk; nothing emba
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from object_store import SIGNER, make_archive, play_episodes, s3_server, s3_target
+from object_store import SIGNER, everyone_public, make_archive, play_episodes, s3_target
 
-from shopbench.archive.manifest import ShardManifest, manifest_path
+from shopbench.archive.manifest import manifest_path
 from shopbench.archive.remote import (
     RemoteTarget,
     ShardUploader,
@@ -25,18 +24,8 @@ from shopbench.trajectory.record import Trajectory
 
 
 @pytest.fixture(scope="module")
-def s3() -> Iterator[str]:
-    with s3_server() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="module")
 def episodes(env: Any, catalog: Any) -> list[Trajectory]:
     return play_episodes(env, catalog)
-
-
-def everyone_public(manifest: ShardManifest) -> bool:
-    return True
 
 
 def test_sealed_shards_reach_s3_byte_for_byte_with_their_manifests(

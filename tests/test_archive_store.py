@@ -8,8 +8,6 @@ store holds every acknowledged episode exactly once.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import os
 import random
 import shutil
@@ -23,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from keyed_hash import KeyedHash
 
 from shopbench.archive.manifest import verify_manifest
 from shopbench.archive.shards import iter_manifests, verify_shard
@@ -43,17 +42,7 @@ TOTAL = 10_000
 INTENTS = ("product", "shop", "voucher", "knowledge")
 
 
-class KeyedHash:
-    """A stand-in for a validator's hotkey: HMAC-SHA256 under a secret."""
-
-    hotkey = "5Validator"
-
-    def sign(self, payload: bytes) -> str:
-        return hmac.new(b"secret", payload, hashlib.sha256).hexdigest()
-
-    def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
-        return hotkey == self.hotkey and hmac.compare_digest(self.sign(payload), signature)
-
+VALIDATOR = "5Validator"
 
 def _trajectory(i: int, **over: Any) -> Trajectory:
     intent = INTENTS[i % len(INTENTS)]
@@ -62,7 +51,7 @@ def _trajectory(i: int, **over: Any) -> Trajectory:
         "query": f"query {i}", "split": "live", "agent": "a", "system_prompt_version": "1",
         "tools": [], "messages": [{"role": "user", "content": f"find thing {i}"}],
         "tool_log": [], "recommended": [], "recommended_ids": [], "token_map": {},
-        "termination": "turn_limit", "turns": 0, "validator_hotkey": KeyedHash.hotkey,
+        "termination": "turn_limit", "turns": 0, "validator_hotkey": VALIDATOR,
         "miner_uid": i % 7, "block": 1000 + i, "epoch": 2, "bucket": 2,
         "outcome": {"task_id": f"t{i % 37}", "intent": intent, "success": i % 3 == 0,
                     "rule_scores": [], "mean_rule": 0.0, "slots": [], "shops": 0,
@@ -106,9 +95,9 @@ def test_concurrent_puts_share_fsyncs_and_roll_into_verified_partitioned_shards(
     assert len(manifests) >= 4  # at least one shard per intent partition
     for m in manifests:
         assert not isinstance(m, SinkError)
-        assert verify_manifest(m, KeyedHash(), KeyedHash.hotkey)
+        assert verify_manifest(m, KeyedHash(), VALIDATOR)
         assert verify_shard(tmp_path, m) is None
-        assert m.path.startswith(f"validator={KeyedHash.hotkey}/date=2023-11-14/intent={m.intent}/")
+        assert m.path.startswith(f"validator={VALIDATOR}/date=2023-11-14/intent={m.intent}/")
     assert not list((tmp_path / WAL_DIR).iterdir())  # rolled, then the segment removed
 
 
