@@ -1,0 +1,177 @@
+"""The curated set: what curation writes and distillation reads.
+
+A curated set is a folder ``<out>/data/part-NNNNN.parquet`` (zstd). Each file has exactly the
+archive's columns (:data:`shopbench.archive.layout.SCHEMA`, so every archive reader, DuckDB
+and Hugging Face ``datasets`` read it as they read shards) plus three of curation's own:
+
+- ``curation_weight`` (float64): how much the episode counts in training (1 = as usual);
+- ``curation_tags`` (list<string>): why it was kept or what it shows, e.g. ``recovery`` and
+  ``recovery:search_retry``;
+- ``turn_mask`` (list<bool>, null = train on every turn): one entry per assistant message of
+  ``messages``, in order; True = train on that turn.
+
+:func:`write_curated` streams episodes out in files of :data:`ROWS_PER_FILE` rows;
+:func:`read_curated` streams them back, one row group at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shopbench.archive.layout import SCHEMA, from_table, to_table
+from shopbench.archive.sink import SinkError
+from shopbench.errors import ShopbenchError
+from shopbench.trajectory.record import Trajectory
+
+DATA_DIR = "data"
+FILE_GLOB = "part-*.parquet"
+ROWS_PER_FILE = 50_000
+"""Episodes per output file (a new file is started after this many)."""
+ROW_GROUP_ROWS = 2048
+"""Episodes per Parquet row group: the unit :func:`read_curated` holds in memory."""
+
+CURATED_SCHEMA = SCHEMA.append(pa.field("curation_weight", pa.float64())).append(
+    pa.field("curation_tags", pa.list_(pa.string()))
+).append(pa.field("turn_mask", pa.list_(pa.bool_())))
+"""The archive's schema plus curation's three columns."""
+
+
+class CuratedSetError(ShopbenchError):
+    """A curated set cannot be written or read (no curated files, a file of another shape)."""
+
+
+class CuratedEpisode(BaseModel):
+    """One kept episode, with how much it counts and which of its turns to train on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trajectory: Trajectory
+    weight: float = Field(default=1.0, ge=0.0, description="training weight (1 = as usual)")
+    tags: list[str] = Field(default_factory=list, description="e.g. recovery:search_retry")
+    turn_mask: list[bool] | None = Field(
+        default=None,
+        description="one entry per assistant message, in order; True = train on it; "
+        "None = train on all",
+    )
+
+    @model_validator(mode="after")
+    def _mask_fits(self) -> CuratedEpisode:
+        if self.turn_mask is not None:
+            n = sum(1 for m in self.trajectory.messages if m.role == "assistant")
+            if len(self.turn_mask) != n:
+                raise ValueError(
+                    f"turn_mask has {len(self.turn_mask)} entries; episode "
+                    f"{self.trajectory.episode_id} has {n} assistant messages"
+                )
+        return self
+
+
+def _table(batch: list[CuratedEpisode]) -> pa.Table:
+    table = to_table([e.trajectory for e in batch])
+    table = table.append_column(
+        CURATED_SCHEMA.field("curation_weight"), pa.array([e.weight for e in batch], pa.float64())
+    )
+    table = table.append_column(
+        CURATED_SCHEMA.field("curation_tags"),
+        pa.array([e.tags for e in batch], pa.list_(pa.string())),
+    )
+    table = table.append_column(
+        CURATED_SCHEMA.field("turn_mask"),
+        pa.array([e.turn_mask for e in batch], pa.list_(pa.bool_())),
+    )
+    return table.cast(CURATED_SCHEMA)
+
+
+def write_curated(
+    episodes: Iterable[CuratedEpisode], out: Path, *, rows_per_file: int = ROWS_PER_FILE
+) -> list[Path]:
+    """Write `episodes` as ``out/data/part-00000.parquet``, ... and return the files written.
+
+    Streams: at most one row group of episodes is held at a time. Files already in
+    ``out/data`` are an error (a curated set is written once). Nothing is written for no
+    episodes (the list returned is empty)."""
+    data = Path(out) / DATA_DIR
+    if data.exists() and any(data.glob(FILE_GLOB)):
+        raise CuratedSetError(f"{data} already holds a curated set")
+    files: list[Path] = []
+    writer: pq.ParquetWriter | None = None
+    in_file = 0
+    batch: list[CuratedEpisode] = []
+
+    def flush() -> None:
+        nonlocal writer, in_file
+        if not batch:
+            return
+        if writer is None:
+            data.mkdir(parents=True, exist_ok=True)
+            path = data / f"part-{len(files):05d}.parquet"
+            writer = pq.ParquetWriter(path, CURATED_SCHEMA, compression="zstd")
+            files.append(path)
+        writer.write_table(_table(batch), row_group_size=ROW_GROUP_ROWS)
+        in_file += len(batch)
+        batch.clear()
+        if in_file >= rows_per_file:
+            writer.close()
+            writer = None
+            in_file = 0
+
+    try:
+        for episode in episodes:
+            batch.append(episode)
+            if len(batch) >= min(ROW_GROUP_ROWS, rows_per_file - in_file):
+                flush()
+        flush()
+    except OSError as e:
+        raise CuratedSetError(f"cannot write the curated set to {data}: {e}") from None
+    finally:
+        if writer is not None:
+            writer.close()
+    return files
+
+
+def curated_files(path: Path) -> list[Path]:
+    """The curated set's files under `path` (the folder given to :func:`write_curated`, or
+    its ``data`` folder), in order. CuratedSetError when there are none."""
+    path = Path(path)
+    files = sorted(path.glob(f"{DATA_DIR}/{FILE_GLOB}")) or sorted(path.glob(FILE_GLOB))
+    if not files:
+        raise CuratedSetError(
+            f"{path}: no curated set here (no {DATA_DIR}/{FILE_GLOB}; write one with "
+            "shopbench curate)"
+        )
+    return files
+
+
+def read_curated(path: Path) -> Iterator[CuratedEpisode]:
+    """The episodes of the curated set at `path`, in order, one row group in memory at a
+    time. CuratedSetError when there are no curated files or a file is not one."""
+    for file in curated_files(path):
+        try:
+            reader = pq.ParquetFile(file)
+        except (OSError, pa.ArrowException) as e:
+            raise CuratedSetError(f"{file}: not a Parquet file ({e})") from None
+        missing = [n for n in CURATED_SCHEMA.names if n not in reader.schema_arrow.names]
+        if missing:
+            raise CuratedSetError(f"{file}: not a curated file (missing {', '.join(missing)})")
+        for group in range(reader.num_row_groups):
+            table = reader.read_row_group(group)
+            try:
+                trajectories = from_table(table)
+            except SinkError as e:
+                raise CuratedSetError(f"{file}: {e}") from None
+            weights = table.column("curation_weight").to_pylist()
+            tags = table.column("curation_tags").to_pylist()
+            masks = table.column("turn_mask").to_pylist()
+            for t, w, g, m in zip(trajectories, weights, tags, masks, strict=True):
+                try:
+                    yield CuratedEpisode(trajectory=t, weight=w, tags=g or [], turn_mask=m)
+                except ValidationError as e:
+                    first = e.errors(include_url=False)[0]
+                    raise CuratedSetError(
+                        f"{file}: episode {t.episode_id}: {first['msg']}"
+                    ) from None
