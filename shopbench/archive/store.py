@@ -214,17 +214,20 @@ class ArchiveStore:
         """Whether the shard of `manifest` may be uploaded now (see :class:`EmbargoState`)."""
         return self._embargo.is_public(manifest)
 
-    def _advance_embargo(self, batch: Sequence[Trajectory]) -> None:
-        latest = max((t for t in batch if t.epoch is not None), key=lambda t: t.epoch or 0,
+    def _advance_embargo(self, stamps: Sequence[tuple[int | None, int | None]]) -> None:
+        """Move the embargo to the latest (epoch, bucket) of a batch's records."""
+        latest = max((s for s in stamps if s[0] is not None), key=lambda s: s[0] or 0,
                      default=None)  # fmt: skip
-        if latest is None or latest.epoch is None:
+        if latest is None:
             return
+        epoch, bucket = latest
+        assert epoch is not None
         current = self._embargo
-        if current.epoch is not None and latest.epoch < current.epoch:
+        if current.epoch is not None and epoch < current.epoch:
             return
-        if current.epoch == latest.epoch and (latest.bucket is None or current.bucket is not None):
+        if current.epoch == epoch and (bucket is None or current.bucket is not None):
             return
-        new = current.model_copy(update={"epoch": latest.epoch, "bucket": latest.bucket})
+        new = current.model_copy(update={"epoch": epoch, "bucket": bucket})
         try:  # durable before the records that move it are acknowledged
             replace_durably(self.root / EMBARGO_FILE, new.model_dump_json().encode())
         except OSError as e:
@@ -233,9 +236,14 @@ class ArchiveStore:
 
     # -- writing -------------------------------------------------------------------------
 
-    def _validate(self, trajectories: Sequence[Trajectory]) -> list[tuple[Trajectory, bytes]]:
+    def _validate(
+        self, trajectories: Sequence[Trajectory]
+    ) -> tuple[list[bytes], list[tuple[int | None, int | None]]]:
+        """Each record's payload, checked by validating it back from those very bytes, and
+        its (epoch, bucket); RecordRefused for the first that fails."""
         seen: set[str] = set()
-        out: list[tuple[Trajectory, bytes]] = []
+        payloads: list[bytes] = []
+        stamps: list[tuple[int | None, int | None]] = []
         for t in trajectories:
             if not isinstance(t, Trajectory):
                 raise RecordRefused("?", f"not a Trajectory but {type(t).__name__}")
@@ -258,8 +266,9 @@ class ArchiveStore:
             if record.episode_id in seen:
                 raise RecordRefused(record.episode_id, "appears twice in one batch")
             seen.add(record.episode_id)
-            out.append((record, payload))
-        return out
+            payloads.append(payload)
+            stamps.append((record.epoch, record.bucket))
+        return payloads, stamps
 
     async def put(self, trajectories: Sequence[Trajectory]) -> int:
         """Validate `trajectories` whole, append them to the segment and return once they are
@@ -269,11 +278,14 @@ class ArchiveStore:
             raise SinkError(f"{self.root}: the archive is closed")
         if not trajectories:
             return 0
-        checked = self._validate(trajectories)
-        records = [r for r, _ in checked]
-        self._advance_embargo(records)
-        await self._segment.append([p for _, p in checked], records)
-        self.acknowledged += len(records)
+        # Only the payloads outlive validation: the segment holds each acknowledged record
+        # as its bytes until the roll, because tens of thousands of live models (every put
+        # awaiting one group commit holds its batch) make the garbage collector's full
+        # passes the ingest's bottleneck, and bytes are invisible to it.
+        payloads, stamps = self._validate(trajectories)
+        self._advance_embargo(stamps)
+        await self._segment.append(payloads, payloads)
+        self.acknowledged += len(payloads)
         if self._first_at is None:
             self._first_at = time.monotonic()
             self._timer = asyncio.get_running_loop().call_later(
@@ -284,7 +296,7 @@ class ArchiveStore:
         if len(self._sealed) > self.max_sealed and roll is not None and not roll.done():
             # Backpressure: what is acknowledged stays durable; the caller waits for shards.
             await asyncio.shield(roll)
-        return len(records)
+        return len(payloads)
 
     def _roll_if_due(self) -> None:
         if self._closed or not self._segment.items:
@@ -312,7 +324,7 @@ class ArchiveStore:
             try:
                 await segment.seal()
                 written = await asyncio.to_thread(
-                    self._roll, generation, list(segment.items), segment.path
+                    self._roll_pending, generation, list(segment.items), segment.path
                 )
             except (SinkError, OSError) as e:
                 log.error("archive: rolling %s into shards failed, kept for later: %s",
@@ -378,6 +390,11 @@ class ArchiveStore:
                 last = max(last, int(m.group(1)))
         return last
 
+    def _roll_pending(self, generation: int, payloads: Sequence[bytes], segment: Path) -> int:
+        """:meth:`_roll` over the records a sealed segment holds as their payloads."""
+        records = [Trajectory.model_validate_json(p) for p in payloads]
+        return self._roll(generation, records, segment)
+
     def _roll(self, generation: int, records: Sequence[Trajectory], segment: Path) -> int:
         """Write the shards of one segment's `records` (skipping those already sealed and
         verified), then delete the segment. Returns the shards written."""
@@ -432,11 +449,10 @@ class ArchiveStore:
             for generation, path in self._segments():
                 payloads, torn = replay(path)
                 report.torn_bytes += torn
-                records = [Trajectory.model_validate_json(p) for p in payloads]
                 report.replayed_segments += 1
-                report.replayed_records += len(records)
-                if records:
-                    report.shards_written += self._roll(generation, records, path)
+                report.replayed_records += len(payloads)
+                if payloads:
+                    report.shards_written += self._roll_pending(generation, payloads, path)
                 else:
                     path.unlink()
         except (OSError, ValidationError) as e:
