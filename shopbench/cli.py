@@ -26,8 +26,10 @@ app.add_typer(bench_app, name="bench")
 
 def _register() -> None:
     from shopbench.commands import (
+        archive,
         arena,
         catalog,
+        curate,
         env,
         evaluate,
         judge,
@@ -37,7 +39,10 @@ def _register() -> None:
         traces,
     )
 
-    for module in (arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces):
+    for module in (
+        archive, arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces,
+        curate,
+    ):  # fmt: skip
         module.register(app, bench_app)
 
 

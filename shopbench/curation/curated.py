@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from shopbench.archive.layout import SCHEMA, from_table, to_table
 from shopbench.archive.sink import SinkError
-from shopbench.errors import ShopbenchError
+from shopbench.curation.errors import CurationError
 from shopbench.trajectory.record import Trajectory
 
 DATA_DIR = "data"
@@ -35,13 +35,15 @@ ROWS_PER_FILE = 50_000
 ROW_GROUP_ROWS = 2048
 """Episodes per Parquet row group: the unit :func:`read_curated` holds in memory."""
 
-CURATED_SCHEMA = SCHEMA.append(pa.field("curation_weight", pa.float64())).append(
-    pa.field("curation_tags", pa.list_(pa.string()))
-).append(pa.field("turn_mask", pa.list_(pa.bool_())))
+CURATED_SCHEMA = (
+    SCHEMA.append(pa.field("curation_weight", pa.float64()))
+    .append(pa.field("curation_tags", pa.list_(pa.string())))
+    .append(pa.field("turn_mask", pa.list_(pa.bool_())))
+)
 """The archive's schema plus curation's three columns."""
 
 
-class CuratedSetError(ShopbenchError):
+class CuratedSetError(CurationError):
     """A curated set cannot be written or read (no curated files, a file of another shape)."""
 
 
@@ -71,20 +73,82 @@ class CuratedEpisode(BaseModel):
         return self
 
 
-def _table(batch: list[CuratedEpisode]) -> pa.Table:
-    table = to_table([e.trajectory for e in batch])
+def _with_curation(
+    table: pa.Table, weights: list[float], tags: list[list[str]], masks: list[list[bool] | None]
+) -> pa.Table:
+    """An archive table (SCHEMA's columns) with curation's three columns appended."""
+    table = table.select(SCHEMA.names).cast(SCHEMA)
     table = table.append_column(
-        CURATED_SCHEMA.field("curation_weight"), pa.array([e.weight for e in batch], pa.float64())
+        CURATED_SCHEMA.field("curation_weight"), pa.array(weights, pa.float64())
     )
     table = table.append_column(
-        CURATED_SCHEMA.field("curation_tags"),
-        pa.array([e.tags for e in batch], pa.list_(pa.string())),
+        CURATED_SCHEMA.field("curation_tags"), pa.array(tags, pa.list_(pa.string()))
     )
     table = table.append_column(
-        CURATED_SCHEMA.field("turn_mask"),
-        pa.array([e.turn_mask for e in batch], pa.list_(pa.bool_())),
+        CURATED_SCHEMA.field("turn_mask"), pa.array(masks, pa.list_(pa.bool_()))
     )
-    return table.cast(CURATED_SCHEMA)
+    return table.replace_schema_metadata(CURATED_SCHEMA.metadata)
+
+
+class CuratedWriter:
+    """Writes a curated set file by file, from archive tables and curation's columns."""
+
+    def __init__(self, out: Path, *, rows_per_file: int = ROWS_PER_FILE) -> None:
+        self.data = Path(out) / DATA_DIR
+        if self.data.exists() and any(self.data.glob(FILE_GLOB)):
+            raise CuratedSetError(f"{self.data} already holds a curated set")
+        self.rows_per_file = rows_per_file
+        self.files: list[Path] = []
+        self.rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._in_file = 0
+
+    def write(
+        self,
+        table: pa.Table,
+        weights: list[float],
+        tags: list[list[str]],
+        masks: list[list[bool] | None],
+    ) -> None:
+        """Append the rows of `table` (archive columns) with their weights, tags and masks."""
+        start = 0
+        while start < table.num_rows:
+            if self._writer is None:
+                self._open()
+            n = min(table.num_rows - start, self.rows_per_file - self._in_file)
+            part = _with_curation(
+                table.slice(start, n), weights[start : start + n], tags[start : start + n],
+                masks[start : start + n],
+            )  # fmt: skip
+            try:
+                self._writer.write_table(part, row_group_size=ROW_GROUP_ROWS)  # type: ignore[union-attr]
+            except OSError as e:
+                raise CuratedSetError(f"cannot write {self.files[-1]}: {e}") from None
+            start += n
+            self._in_file += n
+            self.rows += n
+            if self._in_file >= self.rows_per_file:
+                self._close_file()
+
+    def _open(self) -> None:
+        try:
+            self.data.mkdir(parents=True, exist_ok=True)
+            path = self.data / f"part-{len(self.files):05d}.parquet"
+            self._writer = pq.ParquetWriter(path, CURATED_SCHEMA, compression="zstd")
+        except OSError as e:
+            raise CuratedSetError(f"cannot write the curated set to {self.data}: {e}") from None
+        self.files.append(path)
+        self._in_file = 0
+
+    def _close_file(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def close(self) -> list[Path]:
+        """Finish the last file; the files written."""
+        self._close_file()
+        return list(self.files)
 
 
 def write_curated(
@@ -95,42 +159,25 @@ def write_curated(
     Streams: at most one row group of episodes is held at a time. Files already in
     ``out/data`` are an error (a curated set is written once). Nothing is written for no
     episodes (the list returned is empty)."""
-    data = Path(out) / DATA_DIR
-    if data.exists() and any(data.glob(FILE_GLOB)):
-        raise CuratedSetError(f"{data} already holds a curated set")
-    files: list[Path] = []
-    writer: pq.ParquetWriter | None = None
-    in_file = 0
+    writer = CuratedWriter(out, rows_per_file=rows_per_file)
     batch: list[CuratedEpisode] = []
 
     def flush() -> None:
-        nonlocal writer, in_file
-        if not batch:
-            return
-        if writer is None:
-            data.mkdir(parents=True, exist_ok=True)
-            path = data / f"part-{len(files):05d}.parquet"
-            writer = pq.ParquetWriter(path, CURATED_SCHEMA, compression="zstd")
-            files.append(path)
-        writer.write_table(_table(batch), row_group_size=ROW_GROUP_ROWS)
-        in_file += len(batch)
-        batch.clear()
-        if in_file >= rows_per_file:
-            writer.close()
-            writer = None
-            in_file = 0
+        if batch:
+            writer.write(
+                to_table([e.trajectory for e in batch]), [e.weight for e in batch],
+                [e.tags for e in batch], [e.turn_mask for e in batch],
+            )  # fmt: skip
+            batch.clear()
 
     try:
         for episode in episodes:
             batch.append(episode)
-            if len(batch) >= min(ROW_GROUP_ROWS, rows_per_file - in_file):
+            if len(batch) >= ROW_GROUP_ROWS:
                 flush()
         flush()
-    except OSError as e:
-        raise CuratedSetError(f"cannot write the curated set to {data}: {e}") from None
     finally:
-        if writer is not None:
-            writer.close()
+        files = writer.close()
     return files
 
 

@@ -1,0 +1,126 @@
+"""Benchmark of curation: episodes per second on one core, and peak memory as the archive grows.
+
+The archive is the archive bench's: real episodes (reference policies on product tasks over a
+2,000-product catalog from seed 7) copied with new ids and varied intents, miners, clusters,
+scores and successes (:func:`shopbench.bench.archive.synthesise`), each copy signed by the
+given signer and sealed into signed shards. Each size is curated with the release's config
+in a fresh process (so its peak RSS is its own), one DuckDB thread, ``OMP_NUM_THREADS=1``;
+the figure is the whole run (both passes, the ledger's rules, the report, the output),
+imports excluded.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.archive.signing import Signer, Verifier, sign_trajectory
+
+SHARD_ROWS = 8000
+
+
+class CurateBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sizes: list[int] = Field(default=[4000, 16000], min_length=1, description="archive sizes")
+    base_episodes: int = Field(default=64, ge=4, description="real episodes played")
+    verify: bool = Field(default=True, description="check every record's signature")
+    work: str | None = Field(default=None, description="scratch folder (default: temp)")
+    seed: int = 0
+
+
+class SizeFigure(BaseModel):
+    """One archive size's run."""
+
+    episodes: int
+    kept: int
+    seconds: float
+    episodes_per_s: float
+    peak_rss_mib: float
+
+
+class CurateBenchResult(BaseModel):
+    """The measurement."""
+
+    base_episodes: int
+    verify: bool
+    runs: list[SizeFigure]
+
+
+def _archive(base: list, n: int, root: Path, signer: Signer, seed: int) -> None:  # type: ignore[type-arg]
+    from shopbench.archive.shards import write_shard
+    from shopbench.bench.archive import synthesise
+
+    for start in range(0, n, SHARD_ROWS):
+        batch = synthesise(base, min(SHARD_ROWS, n - start), seed, start)
+        batch = [
+            sign_trajectory(t.model_copy(update={"validator_hotkey": signer.hotkey}), signer)
+            for t in batch
+        ]
+        by_intent: dict[str, list] = {}  # type: ignore[type-arg]
+        for t in batch:
+            by_intent.setdefault(str(t.intent), []).append(t)
+        for group in by_intent.values():
+            write_shard(group, str(root), signer=signer)
+
+
+def _curate_child(root: str, out: str, verifier: Verifier | None) -> tuple[int, int, float, float]:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    from shopbench.curation.config import load_config
+    from shopbench.curation.pipeline import curate
+
+    cfg = load_config()
+    if verifier is None:
+        cfg = cfg.model_copy(
+            update={"validity": cfg.validity.model_copy(update={"verify_signatures": False})}
+        )
+    t0 = time.perf_counter()
+    report = curate(root, Path(out), cfg, verifier=verifier)
+    seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return report.episodes_in, report.kept, seconds, peak
+
+
+def run_curate_bench(
+    cfg: CurateBenchConfig, *, signer: Signer, verifier: Verifier
+) -> CurateBenchResult:
+    """Build each archive size and curate it in a fresh process (minutes at the defaults)."""
+    from shopbench.bench.archive import _base_records
+
+    owned = cfg.work is None
+    work = Path(cfg.work or tempfile.mkdtemp(prefix="shopbench-curate-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    runs: list[SizeFigure] = []
+    try:
+        base = _base_records(cfg.base_episodes, cfg.seed, work)
+        context = multiprocessing.get_context("spawn")
+        for n in cfg.sizes:
+            root, out = work / f"archive-{n}", work / f"curated-{n}"
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+            _archive(base, n, root, signer, cfg.seed)
+            with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+                job = pool.submit(
+                    _curate_child, str(root), str(out), verifier if cfg.verify else None
+                )
+                episodes, kept, seconds, peak = job.result()
+            runs.append(SizeFigure(
+                episodes=episodes, kept=kept, seconds=round(seconds, 2),
+                episodes_per_s=round(episodes / seconds, 1), peak_rss_mib=round(peak, 1),
+            ))  # fmt: skip
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(out, ignore_errors=True)
+    finally:
+        if owned:
+            shutil.rmtree(work, ignore_errors=True)
+    return CurateBenchResult(base_episodes=cfg.base_episodes, verify=cfg.verify, runs=runs)

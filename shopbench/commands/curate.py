@@ -1,0 +1,98 @@
+"""`shopbench curate` (an archive into training data, with a report) and `shopbench bench
+curate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from shopbench.bench.curate import CurateBenchConfig
+from shopbench.commands.flags import Flags
+
+_BENCH = Flags(CurateBenchConfig)
+
+
+def curate_command(
+    archive: str = typer.Option(
+        ...,
+        "--archive",
+        help="archive root (the store's directory), or a URL to pull from "
+        "(s3://bucket/prefix, file:///path; needs --validator)",
+    ),  # fmt: skip
+    out: Path = typer.Option(..., "--out", help="folder for data/, report.json, report.md"),
+    config: Path | None = typer.Option(
+        None, "--config", help="curation config (TOML; default: the release's curate.toml)"
+    ),
+    truth: Path | None = typer.Option(
+        None,
+        "--truth",
+        help="an arena's arena.json: measure each rule against the miners' true policies",
+    ),  # fmt: skip
+    test_set: list[Path] = typer.Option(
+        [],
+        "--test-set",
+        help="task file whose queries must not be trained on (ShoppingBench's "
+        "test files or ours; repeatable, added to the config's)",
+    ),  # fmt: skip
+    validator: str | None = typer.Option(
+        None, "--validator", help="the publishing validator's hotkey (for an --archive URL)"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print report.json instead of a summary"),
+) -> None:
+    """Filter an archive into a curated training set: every drop named with its rule and
+    reason, recovery episodes tagged and weighted, contamination counted; exit 2 when
+    nothing is kept."""
+    from shopbench.curation.config import load_config
+    from shopbench.curation.pipeline import curate
+    from shopbench.curation.truth import load_truth
+    from template.signing import HotkeyVerifier
+
+    cfg = load_config(config).with_test_sets([str(p) for p in test_set])
+    known = load_truth(truth) if truth is not None else None
+    report = curate(archive, out, cfg, verifier=HotkeyVerifier(), truth=known, validator=validator)
+    if as_json:
+        typer.echo(report.model_dump_json())
+        return
+    dropped = ", ".join(f"{k} {v}" for k, v in report.dropped_by_rule.items() if v)
+    typer.echo(f"kept {report.kept} of {report.episodes_in} episodes ({dropped or 'none dropped'})")
+    if report.honest_retention is not None:
+        typer.echo(
+            f"dishonest removal precision {report.dishonest_removal_precision}, recall "
+            f"{report.dishonest_removal_recall}; honest retention {report.honest_retention}"
+        )
+    typer.echo(f"recovery share {report.recovery_share}; wrote {out / 'report.md'}")
+
+
+def bench_curate_command(
+    sizes: str = typer.Option(
+        "4000,16000", "--sizes", help="archive sizes curated (comma-separated episodes)"
+    ),
+    base_episodes: int = _BENCH.option("base_episodes", "--base-episodes"),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="check every signature"),
+    work: Path | None = typer.Option(None, "--work", help="scratch folder (default: temp)"),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+) -> None:
+    """Curation throughput (episodes/s, one core) and peak memory at several archive sizes."""
+    from shopbench.bench.curate import run_curate_bench
+    from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
+
+    try:
+        counts = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{sizes!r}: expected numbers", param_hint="--sizes") from None
+    cfg = _BENCH.build(
+        sizes=counts, base_episodes=base_episodes, verify=verify,
+        work=str(work) if work else None,
+    )  # fmt: skip
+    wallet = LocalWallet.derive("curate-bench")
+    report = run_curate_bench(
+        cfg, signer=HotkeySigner.from_wallet(wallet), verifier=HotkeyVerifier()
+    )
+    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add ``curate`` and ``bench curate``."""
+    app.command("curate")(curate_command)
+    bench_app.command("curate")(bench_curate_command)

@@ -1,0 +1,183 @@
+"""What curation reads off one trajectory, once: its calls, their results, its signals.
+
+:func:`episode_facts` turns a :class:`~shopbench.trajectory.record.Trajectory` into the
+plain :class:`EpisodeFacts` every rule and recovery mining decide on. The narrator signals
+that need the agent's knowledge at each turn (searches with words it never saw, turns whose
+reasoning does not name their call, ids and prices cited that were never shown) are the
+rubric judge's own: read from the verdict's ``signals`` when the validator recorded them,
+else computed by the rubric judge here. Product tokens are episode-scoped, so everything
+compared across episodes (call skeletons, reply fingerprints, near-duplicate shingles)
+first maps each token to its catalog id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic_core
+
+from shopbench.trajectory.record import Trajectory
+
+_TOKEN = re.compile(r"\b\d{6,}\b")
+_WORD = re.compile(r"[^\W_]+")
+SEARCH = "find_product"
+VIEW = "view_product_information"
+RECOMMEND = "recommend_product"
+TERMINATE = "terminate"
+
+
+@dataclass(slots=True)
+class Call:
+    """One tool call of a turn, with what came back."""
+
+    turn: int  # index among the assistant messages
+    name: str
+    arguments: dict[str, Any] | str
+    answered: bool  # a tool message with this call's id follows
+    error: str | None
+    shown: list[str] = field(default_factory=list)  # product tokens a search listed
+
+    def ids(self) -> list[str]:
+        """The product tokens the call names (``product_ids``), in order."""
+        if not isinstance(self.arguments, dict):
+            return []
+        value = self.arguments.get("product_ids")
+        if isinstance(value, list):
+            return [str(v).strip() for v in value if str(v).strip()]
+        return [p.strip() for p in str(value or "").split(",") if p.strip()]
+
+
+@dataclass(slots=True)
+class EpisodeFacts:
+    """The facts of one episode the rules read."""
+
+    calls: list[Call]
+    assistant_turns: int
+    shown: set[str]  # every product token an observation showed
+    text: str  # the agent's words (reasoning and content), tokens mapped to catalog ids
+    signals: dict[str, float]  # the rubric's signals (ungrounded searches, call_text_match, ...)
+    skeleton: str  # the shape of the calls, whatever their arguments' values
+    reply_fingerprint: str  # sha256 of the replies, tokens mapped to catalog ids
+    call_keys: list[str]  # name + arguments of each call, tokens mapped
+
+
+def _canonical(token_map: dict[str, str], text: str) -> str:
+    return _TOKEN.sub(lambda m: token_map.get(m.group(0), m.group(0)), text)
+
+
+def _shown_tokens(content: str) -> list[str]:
+    if not content.startswith("["):
+        return []
+    try:
+        items = pydantic_core.from_json(content)
+    except ValueError:
+        return []
+    return [
+        str(item["product_id"])
+        for item in items
+        if isinstance(item, dict) and item.get("product_id") is not None
+    ]
+
+
+def _shape(call: Call) -> str:
+    if not isinstance(call.arguments, dict):
+        return f"{call.name}(?)"
+    keys = ",".join(sorted(k for k in call.arguments if k != "page"))
+    if call.name in (VIEW, RECOMMEND):
+        keys += f"#{min(len(call.ids()), 5)}"
+    return f"{call.name}({keys})"
+
+
+def verdict_signals(t: Trajectory) -> dict[str, float] | None:
+    """The rubric signals the recorded verdict carries, or None."""
+    if t.judge is None:
+        return None
+    signals = getattr(t.judge, "signals", None) or (t.judge.model_extra or {}).get("signals")
+    if not isinstance(signals, dict) or "call_text_match" not in signals:
+        return None
+    return {k: float(v) for k, v in signals.items() if isinstance(v, int | float)}
+
+
+_RUBRIC: Any = None
+
+
+def rubric_signals(t: Trajectory) -> dict[str, float]:
+    """The rubric judge's signals for `t`, computed here (for records judged otherwise)."""
+    global _RUBRIC
+    if _RUBRIC is None:
+        from shopbench.judging.rubric.judge import RubricJudge
+
+        _RUBRIC = RubricJudge()
+    verdict = _RUBRIC.judge(t)
+    return {k: float(v) for k, v in (getattr(verdict, "signals", None) or {}).items()}
+
+
+def episode_facts(t: Trajectory) -> EpisodeFacts:
+    """The facts of `t` (never raises for a record that validated)."""
+    answers: dict[str, str] = {}
+    for m in t.messages:
+        if m.role == "tool" and m.tool_call_id and m.tool_call_id not in answers:
+            answers[m.tool_call_id] = m.content or ""
+    log = iter(t.tool_log)
+    pending = next(log, None)
+    calls: list[Call] = []
+    words: list[str] = []
+    shapes: list[str] = []
+    turn = -1
+    for m in t.messages:
+        if m.role != "assistant":
+            continue
+        turn += 1
+        words.extend(x for x in (m.reasoning_content, m.content) if x)
+        turn_shapes = []
+        for tc in m.tool_calls or []:
+            answered = tc.id in answers
+            error = None
+            arguments: dict[str, Any] | str = tc.function.arguments
+            if answered and pending is not None and pending.name == tc.function.name:
+                error = pending.error
+                arguments = pending.arguments
+                pending = next(log, None)
+            elif isinstance(arguments, str):
+                try:
+                    parsed = pydantic_core.from_json(arguments)
+                    arguments = parsed if isinstance(parsed, dict) else arguments
+                except ValueError:
+                    pass
+            call = Call(turn=turn, name=tc.function.name, arguments=arguments,
+                        answered=answered, error=error)  # fmt: skip
+            if call.name == SEARCH and answered and error is None:
+                call.shown = _shown_tokens(answers[tc.id])
+            calls.append(call)
+            turn_shapes.append(_shape(call))
+        shapes.append("+".join(sorted(turn_shapes)))
+    shown = {p for c in calls for p in c.shown}
+    for c in calls:
+        if c.name == VIEW and c.answered and c.error is None:
+            shown.update(c.ids())
+    tm = t.token_map
+    text = _canonical(tm, "\n".join(words))
+    keys = [
+        f"{c.name}:{_canonical(tm, pydantic_core.to_json(c.arguments).decode())}" for c in calls
+    ]
+    fingerprint = hashlib.sha256(
+        "\x1e".join([text, *keys]).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+    signals = verdict_signals(t)
+    if signals is None:
+        signals = rubric_signals(t)
+    return EpisodeFacts(
+        calls=calls, assistant_turns=turn + 1, shown=shown, text=text, signals=signals,
+        skeleton=" | ".join(shapes), reply_fingerprint=fingerprint, call_keys=keys,
+    )  # fmt: skip
+
+
+def shingles(facts: EpisodeFacts, n: int) -> set[str]:
+    """Word `n`-grams of the agent's words and calls (what near-duplicates share)."""
+    tokens = _WORD.findall(" ".join([facts.text.lower(), *facts.call_keys]).lower())
+    if len(tokens) <= n:
+        return {" ".join(tokens)} if tokens else set()
+    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}

@@ -1,0 +1,212 @@
+"""A curation run: archive in, curated set and report out, in two streaming passes.
+
+Pass one reads every sealed shard in small batches, rebuilds each record, and appends one
+ledger row per episode (what each per-episode rule says, the narrator's signals, the call
+skeleton, the reply fingerprint, the MinHash signature, recovery tags, the true policy when
+known). A record that does not rebuild (missing fields, an unknown schema) is a ledger row
+rejected with the reason. The rules that compare episodes then run over the ledger. Pass
+two reads the shards again in the same order and copies the kept rows, untouched, into the
+curated set with their weights, tags and masks. Nothing but one batch and the ledger's
+bounded cache is in memory at any time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from shopbench.archive.layout import from_table
+from shopbench.archive.signing import Verifier
+from shopbench.archive.sink import SinkError
+from shopbench.curation.config import CurateConfig
+from shopbench.curation.contamination import TestSet
+from shopbench.curation.curated import CuratedWriter
+from shopbench.curation.errors import CurationError, EmptyResult
+from shopbench.curation.features import episode_facts, shingles
+from shopbench.curation.ledger import Ledger
+from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
+from shopbench.curation.report import CurationReport, build_report, write_report
+from shopbench.curation.rules import (
+    judge_reason,
+    judge_weight,
+    loop_reason,
+    narrator_parts,
+    outcome_reason,
+    validity_reason,
+)
+from shopbench.curation.similarity import minhash
+from shopbench.curation.source import iter_batches, list_shards, local_archive
+from shopbench.curation.truth import Truth
+from shopbench.trajectory.record import Trajectory
+
+WORK_DIR = "_work"
+PULLED_DIR = "_archive"
+
+
+class Curator:
+    """Turns trajectories into ledger rows under one config."""
+
+    def __init__(self, cfg: CurateConfig, verifier: Verifier | None, truth: Truth | None) -> None:
+        self.cfg = cfg
+        self.verifier = verifier
+        c = cfg.contamination
+        self.test_sets = [TestSet.load(p, c.ngram) for p in c.test_sets] if c.enabled else []
+        self.labels = truth.lookup() if truth is not None else {}
+
+    def _label(self, hotkey: str | None) -> tuple[str | None, bool | None]:
+        return self.labels.get(hotkey or "", (None, None))
+
+    def rejected_row(self, seq: int, raw: dict[str, Any], reason: str) -> dict[str, Any]:
+        """The ledger row of a record that did not rebuild as a trajectory."""
+        hotkey = raw.get("miner_hotkey")
+        policy, honest = self._label(hotkey)
+        return {
+            "seq": seq, "episode_id": raw.get("episode_id"), "r_validity": reason,
+            "miner": hotkey or f"uid:{raw.get('miner_uid')}", "uid": raw.get("miner_uid"),
+            "task_id": raw.get("task_id"), "intent": raw.get("intent"),
+            "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
+        }  # fmt: skip
+
+    def row(self, seq: int, t: Trajectory) -> dict[str, Any]:
+        """The ledger row of one trajectory."""
+        cfg = self.cfg
+        facts = episode_facts(t)
+        policy, honest = self._label(t.miner_hotkey)
+        base = {
+            "seq": seq, "episode_id": t.episode_id,
+            "miner": t.miner_hotkey or f"uid:{t.miner_uid}", "uid": t.miner_uid,
+            "block": t.block, "task_id": t.task_id, "cluster": t.cluster,
+            "intent": str(t.intent), "score": t.score, "success": t.outcome.success,
+            "turns": t.turns, "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
+            "fingerprint": facts.reply_fingerprint,
+        }  # fmt: skip
+        invalid = (
+            validity_reason(t, facts, cfg.validity, self.verifier)
+            if (cfg.validity.enabled)
+            else None
+        )
+        if invalid is not None:
+            return base | {"r_validity": invalid}
+        contaminated = []
+        worst = (0.0, "")
+        for ts in self.test_sets:
+            overlap = ts.overlap(t.query)
+            if overlap >= cfg.contamination.threshold:
+                contaminated.append(ts.name)
+                worst = max(worst, (overlap, ts.name))
+        parts = narrator_parts(facts, cfg.narrator)
+        segments = recovery_segments(facts, t.outcome.success)
+        weight = judge_weight(t, cfg.judge) if cfg.judge.enabled else 1.0
+        if segments:
+            weight *= cfg.recovery.weight
+        return base | {
+            "r_contamination": (
+                f"query overlaps test set {worst[1]} ({worst[0]:.2f} of its "
+                f"{cfg.contamination.ngram}-grams)" if contaminated else None
+            ),
+            "contaminated_by": contaminated,
+            "r_outcome": outcome_reason(t, cfg.outcome),
+            "r_judge": judge_reason(t, cfg.judge),
+            "r_loops": loop_reason(facts, cfg.structure),
+            "narrator_base": sum(parts.values()),
+            "narrator_why": ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
+            "skeleton": facts.skeleton,
+            "sig": (
+                minhash(shingles(facts, cfg.dedup.shingle), cfg.dedup.permutations)
+                if cfg.dedup.enabled else None
+            ),
+            "weight": round(weight, 6),
+            "tags": recovery_tags(segments),
+            "mask": (
+                recovery_mask(segments, facts.assistant_turns)
+                if cfg.recovery.mask_errors else None
+            ),
+        }  # fmt: skip
+
+    def rows(self, first_seq: int, table: pa.Table) -> list[dict[str, Any]]:
+        """The ledger rows of one batch of archive rows, numbered from `first_seq`."""
+        try:
+            trajectories: list[Trajectory | str] = list(from_table(table))
+        except SinkError:
+            trajectories = []
+            for i in range(table.num_rows):
+                try:
+                    trajectories.append(from_table(table.slice(i, 1))[0])
+                except SinkError as e:
+                    trajectories.append(str(e).replace("row 0 is not a trajectory", "invalid"))
+        out = []
+        for i, t in enumerate(trajectories):
+            if isinstance(t, str):
+                raw = (
+                    table.slice(i, 1)
+                    .select(["episode_id", "miner_hotkey", "miner_uid", "task_id", "intent"])
+                    .to_pylist()[0]
+                )
+                out.append(self.rejected_row(first_seq + i, raw, t))
+            else:
+                out.append(self.row(first_seq + i, t))
+        return out
+
+
+def curate(
+    archive: str,
+    out: Path,
+    cfg: CurateConfig,
+    *,
+    verifier: Verifier | None,
+    truth: Truth | None = None,
+    validator: str | None = None,
+    memory_limit: str = "512MB",
+    progress: Callable[[int], None] | None = None,
+) -> CurationReport:
+    """Curate `archive` (a folder or URL) into `out` (``data/``, ``report.json``,
+    ``report.md``); the report. EmptyResult (after writing the report) when nothing is
+    kept; CurationError for a config, archive, truth or test set that cannot be used."""
+    out = Path(out)
+    curator = Curator(cfg, verifier, truth)  # test sets load before any work
+    root = local_archive(archive, out / PULLED_DIR, validator=validator, verifier=verifier)
+    listed = list_shards(root, verifier if cfg.validity.verify_signatures else None)
+    ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
+    try:
+        seq = 0
+        for table in iter_batches(listed.shards):
+            ledger.append(curator.rows(seq, table))
+            seq += table.num_rows
+            if progress is not None:
+                progress(table.num_rows)
+        ledger.run(cfg)
+        report = build_report(ledger, cfg, listed.refused, truth=truth, archive=archive)
+        if report.kept == 0:
+            write_report(report, out)
+            raise EmptyResult(
+                f"nothing kept of {report.episodes_in} episodes (see {out / 'report.md'} "
+                "for what each rule dropped)"
+            )
+        writer = CuratedWriter(out)
+        try:
+            seq = 0
+            for table in iter_batches(listed.shards):
+                n = table.num_rows
+                kept = ledger.kept_between(seq, seq + n - 1)
+                if kept:
+                    writer.write(
+                        table.take([s - seq for s, _, _, _ in kept]),
+                        [w for _, w, _, _ in kept], [list(g or []) for _, _, g, _ in kept],
+                        [m for _, _, _, m in kept],
+                    )  # fmt: skip
+                seq += n
+        finally:
+            files = writer.close()
+        if writer.rows != report.kept:
+            raise CurationError(
+                f"the archive changed while curating ({writer.rows} rows written, "
+                f"{report.kept} decided)"
+            )
+        report = report.model_copy(update={"files": [str(f) for f in files]})
+        write_report(report, out)
+        return report
+    finally:
+        ledger.close()

@@ -1,0 +1,258 @@
+"""Curation through `shopbench curate`: a real archive of reference-policy episodes, judged
+by the rubric and signed by a real hotkey, curated with the release's config, measured
+against the miners' true policies; bad configs, bad records, contamination, clones and an
+empty result."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from shopbench.agents.registry import make_policy
+from shopbench.archive.layout import to_table
+from shopbench.archive.shards import write_shard
+from shopbench.archive.signing import sign_trajectory
+from shopbench.cli import main
+from shopbench.curation.config import CurateConfig, load_config
+from shopbench.curation.curated import read_curated
+from shopbench.curation.errors import CurationError
+from shopbench.curation.features import episode_facts
+from shopbench.curation.pipeline import Curator
+from shopbench.curation.rules import loop_reason
+from shopbench.env.env import ShoppingEnv
+from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.scoring.score import with_judgement
+from shopbench.tasks.io import read_tasks
+from shopbench.tasks.model import Task
+from shopbench.trajectory.loop import run_episode
+from shopbench.trajectory.record import Trajectory
+from template.signing import HotkeySigner, LocalWallet
+
+POLICIES = ("careful", "trial_and_error", "greedy", "narrator", "narrator_quoting", "guesser")
+SIGNER = HotkeySigner.from_wallet(LocalWallet.derive("curation-test"))
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog_dir: Path) -> list[Task]:
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    cfg = BuildConfig(catalog=catalog_dir, intents=["product", "shop", "voucher"], n=4, seed=3)
+    return build_tasks(cfg).tasks[:10]
+
+
+def _miner(uid: int) -> str:
+    return f"5Miner{uid:02d}" + "x" * 40
+
+
+def _finish(t: Trajectory, judge: RubricJudge) -> Trajectory:
+    judged = with_judgement(t.model_copy(update={"validator_hotkey": SIGNER.hotkey}),
+                            judge.judge(t))  # fmt: skip
+    return sign_trajectory(judged, SIGNER)
+
+
+def _play(env: ShoppingEnv, catalog: Any, tasks: list[Task], policy: str, uid: int,
+          seed: int) -> list[Trajectory]:  # fmt: skip
+    agent = make_policy(policy, catalog=catalog, seed=seed)
+    judge = RubricJudge()
+
+    async def go() -> list[Trajectory]:
+        return list(await asyncio.gather(*(
+            run_episode(env, t, agent, key=bytes([uid + 1, i + 1]) * 16, miner_uid=uid,
+                        miner_hotkey=_miner(uid), block=100 + i)
+            for i, t in enumerate(tasks)
+        )))  # fmt: skip
+
+    return [_finish(t, judge) for t in asyncio.run(go())]
+
+
+@pytest.fixture(scope="module")
+def played(env: ShoppingEnv, catalog: Any, tasks: list[Task]) -> dict[int, list[Trajectory]]:
+    """Each reference policy played by one miner (uid = its index), and a second
+    careful_terse miner that is a clone of the first (same seed: identical replies)."""
+    out = {uid: _play(env, catalog, tasks, p, uid, seed=uid) for uid, p in enumerate(POLICIES)}
+    for uid in (10, 11):
+        out[uid] = _play(env, catalog, tasks, "careful_terse", uid, seed=3)
+    return out
+
+
+def _truth(path: Path, extra: dict[int, str] | None = None) -> Path:
+    policies = {uid: p for uid, p in enumerate(POLICIES)} | {
+        10: "careful_terse",
+        11: "careful_terse",
+    }
+    miners = [{"uid": u, "hotkey": _miner(u), "policy": p} for u, p in policies.items()]
+    path.write_text(json.dumps({"miners": miners, "burned": 0.0}))
+    return path
+
+
+def _archive(root: Path, episodes: list[Trajectory]) -> Path:
+    by_intent: dict[str, list[Trajectory]] = {}
+    for t in episodes:
+        by_intent.setdefault(str(t.intent), []).append(t)
+    for group in by_intent.values():
+        write_shard(group, str(root), signer=SIGNER)
+    return root
+
+
+def _curate(*args: str) -> int:
+    try:
+        main(["curate", *args])
+    except SystemExit as e:
+        return int(e.code or 0)
+    return 0
+
+
+def test_curate_measures_every_rule_against_the_true_policies(
+    played: dict[int, list[Trajectory]], tmp_path: Path, shoppingbench_data: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    everything = [t for ts in played.values() for t in ts]
+    root = _archive(tmp_path / "archive", everything)
+    out = tmp_path / "curated"
+    test_set = shoppingbench_data / "product_test.jsonl"
+    code = _curate("--archive", str(root), "--truth", str(_truth(tmp_path / "arena.json")),
+                   "--out", str(out), "--test-set", str(test_set))  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    report = json.loads((out / "report.json").read_text())
+    for key in (
+        "kept",
+        "dropped_by_rule",
+        "recovery_share",
+        "contaminated",
+        "dishonest_removal_precision",
+        "dishonest_removal_recall",
+        "honest_retention",
+    ):
+        assert key in report  # fmt: skip
+    assert report["episodes_in"] == len(everything)
+    assert report["kept"] + sum(report["dropped_by_rule"].values()) == len(everything)
+    # Every dishonest trace goes; the honest traces dropped are the clone's alone (a clone of
+    # an honest miner is still an honest policy's trace, so it counts against precision).
+    assert report["dishonest_removal_recall"] == 1.0
+    rules = report["rules"]
+    honest_dropped = {r: e["truth"]["honest"] for r, e in rules.items() if e["truth"]["honest"]}
+    assert honest_dropped == {"clones": len(played[11])}
+    dishonest = 3 * len(played[3])
+    assert report["dishonest_removal_precision"] == round(dishonest / (dishonest + 10), 4)
+    assert rules["narrator"]["alone"]["precision"] == 1.0
+    policies = report["policies"]
+    assert policies["guesser"]["dropped_by_rule"] == {"validity": len(played[5])}
+    assert policies["narrator"]["kept"] == policies["narrator_quoting"]["kept"] == 0
+    assert policies["careful_terse"]["dropped_by_rule"].get("clones") == len(played[11])
+    assert policies["trial_and_error"]["recovery"] >= 1
+    assert report["contaminated"][str(test_set)]["contaminated"] == 0
+    assert report["contaminated"][str(test_set)]["test_queries"] == 250
+    kept = list(read_curated(out))
+    assert len(kept) == report["kept"]
+    assert {t.trajectory.miner_uid for t in kept} <= {0, 1, 10}
+    recovered = [e for e in kept if "recovery" in e.tags]
+    assert recovered and all(e.weight == 1.5 for e in recovered)
+    assert all(any(t.startswith("recovery:") for t in e.tags) for e in recovered)
+    markdown = (out / "report.md").read_text()
+    assert "dishonest removal precision" in markdown and "| narrator | yes |" in markdown
+
+
+def test_a_test_query_in_the_archive_is_counted_and_dropped(
+    played: dict[int, list[Trajectory]], tmp_path: Path, shoppingbench_data: Path
+) -> None:
+    test_set = shoppingbench_data / "voucher_test.jsonl"
+    leaked = read_tasks(test_set).tasks[7].query
+    careful = played[0]
+    copy = sign_trajectory(careful[0].model_copy(update={"query": leaked}), SIGNER)
+    root = _archive(tmp_path / "archive", [copy, *careful[1:]])
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--out", str(out), "--test-set", str(test_set)) == 0
+    report = json.loads((out / "report.json").read_text())
+    counts = report["contaminated"][str(test_set)]
+    assert counts["contaminated"] == 1 and counts["kept_contaminated"] == 0
+    assert counts["clean"] == len(careful) - 1
+    assert report["dropped_by_rule"]["contamination"] == 1
+    assert "query overlaps test set" in next(iter(report["rules"]["contamination"]["reasons"]))
+
+
+def test_unknown_rules_and_parameters_fail_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_rule = tmp_path / "a.toml"
+    bad_rule.write_text("[narator]\nthreshold = 0.4\n")
+    out = tmp_path / "out"
+    assert _curate("--archive", str(tmp_path / "none"), "--config", str(bad_rule),
+                   "--out", str(out)) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "unknown rule 'narator'" in err and "validity, contamination, narrator" in err
+    bad_param = tmp_path / "b.toml"
+    bad_param.write_text("[dedup]\njacard = 0.4\n")
+    assert _curate("--archive", str(tmp_path / "none"), "--config", str(bad_param),
+                   "--out", str(out)) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "dedup: unknown parameter 'jacard'" in err and "threshold, shingle" in err
+    assert not out.exists()
+    with pytest.raises(CurationError, match="greater than 0"):
+        load_config(_write(tmp_path / "c.toml", "[dedup]\nthreshold = 0\n"))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_bad_records_are_rejected_with_their_reason(
+    played: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    good = played[0][:3]
+    forged = good[1].model_copy(update={"query": good[1].query + " (edited)"})
+    root = _archive(tmp_path / "archive", [good[0], forged, good[2]])
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--out", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["rules"]["validity"]["reasons"] == {"signature does not verify": 1}
+    # A row with a field missing is a rejected record, not a crash.
+    from template.signing import HotkeyVerifier
+
+    table = to_table(good)
+    column = table.column("termination").to_pylist()
+    column[1] = None
+    table = table.set_column(table.schema.get_field_index("termination"), "termination",
+                             pa.array(column, pa.string()))  # fmt: skip
+    rows = Curator(CurateConfig(), HotkeyVerifier(), None).rows(0, table)
+    assert rows[1]["r_validity"].startswith("invalid (termination")
+    assert rows[0].get("r_validity") is None and rows[2].get("r_validity") is None
+
+
+def test_nothing_kept_is_an_error_and_writes_no_data(
+    played: dict[int, list[Trajectory]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _archive(tmp_path / "archive", played[3])  # the narrator alone
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--out", str(out)) == 2
+    assert "nothing kept of" in capsys.readouterr().err
+    assert (out / "report.json").exists() and not (out / "data").exists()
+
+
+def test_recovery_turns_can_be_masked(played: dict[int, list[Trajectory]], tmp_path: Path) -> None:
+    root = _archive(tmp_path / "archive", played[1])  # trial_and_error
+    cfg = _write(tmp_path / "c.toml", "[recovery]\nweight = 2.0\nmask_errors = true\n")
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 0
+    masked = [e for e in read_curated(out) if e.turn_mask is not None]
+    assert masked
+    for e in masked:
+        assert e.weight == 2.0 and not all(e.turn_mask) and e.turn_mask[-1]
+
+
+def test_repeated_calls_and_loops_are_named(played: dict[int, list[Trajectory]]) -> None:
+    from shopbench.curation.config import StructureParams
+
+    facts = episode_facts(played[0][0])
+    assert loop_reason(facts, StructureParams()) is None
+    facts.call_keys = ["a", "b", "a", "b", "a", "b"]
+    assert loop_reason(facts, StructureParams(max_identical_calls=5)) == (
+        "a block of 2 call(s) repeated 3 times"
+    )
+    facts.call_keys = ["find_product:{}"] * 4
+    assert loop_reason(facts, StructureParams()) == "the same call 4 times (find_product)"
