@@ -9,9 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from shopbench.archive.sink import SinkError
 from shopbench.outcome.spec import Intent
@@ -19,7 +28,31 @@ from shopbench.trajectory.record import TerminationReason
 
 
 class FilterError(SinkError):
-    """A query filter that is malformed: its name, the value and what is allowed."""
+    """A query filter that is malformed: its name, the value and what is allowed.
+
+    ``filter`` is the field's name (None when the problem spans several), ``reason`` what is
+    wrong with it (without the CLI's flag name) and ``allowed`` the values it accepts when
+    they are a closed set, for callers that answer in a structured form (the HTTP API's
+    422)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filter: str | None = None,
+        allowed: list[str] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.filter = filter
+        self.allowed = allowed
+        self.reason = reason
+
+
+MAX_TEXT_CHARS = 200
+"""The longest full-text search a filter takes."""
+GATE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+"""What a judge gate's name looks like (the rubric's names: lower case, digits, ``_``)."""
 
 
 def _flag(name: str) -> str:
@@ -58,6 +91,17 @@ class TraceFilter(BaseModel):
     rule_score_max: float | None = Field(default=None, description="highest mean rule score")
     judge_score_min: float | None = Field(default=None, description="lowest judge score")
     judge_score_max: float | None = Field(default=None, description="highest judge score")
+    text: str | None = Field(
+        default=None, min_length=1, max_length=MAX_TEXT_CHARS,
+        description="full-text search: the query, or an assistant turn's reasoning or content, "
+        "contains this (case-insensitive)",
+    )  # fmt: skip
+    slow_turn_ms: float | None = Field(
+        default=None, ge=0, description="some turn waited at least this long for the policy (ms)"
+    )
+    gate_failed: list[Annotated[str, StringConstraints(pattern=GATE_PATTERN)]] | None = Field(
+        default=None, description="the judge failed one of these gates"
+    )
     limit: int | None = Field(default=None, ge=1, description="at most this many rows")
 
     @field_validator("since", "until", mode="before")
@@ -102,7 +146,10 @@ class TraceFilter(BaseModel):
                 continue
             if name not in cls.model_fields:
                 known = ", ".join(_flag(f) for f in cls.model_fields)
-                raise FilterError(f"unknown filter {_flag(name)} (filters: {known})")
+                raise FilterError(
+                    f"unknown filter {_flag(name)} (filters: {known})",
+                    filter=name, allowed=list(cls.model_fields), reason="unknown filter",
+                )  # fmt: skip
             if _is_list_field(name) and isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
             raw[name] = value
@@ -116,13 +163,30 @@ class TraceFilter(BaseModel):
             if not name:
                 raise FilterError(message) from None
             given = first.get("input")
+            reason = f"{given!r} refused: {message}{_allowed(name)}"
             raise FilterError(
-                f"filter {_flag(name)}: {given!r} refused: {message}{_allowed(name)}"
+                f"filter {_flag(name)}: {reason}", filter=name, allowed=allowed_values(name),
+                reason=reason,
             ) from None
 
 
 def _is_list_field(name: str) -> bool:
     return "list[" in str(TraceFilter.model_fields[name].annotation)
+
+
+def allowed_values(name: str) -> list[str] | None:
+    """The values filter `name` accepts when they are a closed set (intents, termination
+    reasons, true/false), else None."""
+    if name == "success":
+        return ["true", "false"]
+    for arg in get_args(TraceFilter.model_fields[name].annotation):
+        for inner in (arg, *get_args(arg)):
+            if isinstance(inner, type) and issubclass(inner, StrEnum):
+                return [m.value for m in inner]
+            literal = [v for v in get_args(inner) if isinstance(v, str)]
+            if literal and str(inner).startswith("typing.Literal"):
+                return literal
+    return None
 
 
 def _allowed(name: str) -> str:

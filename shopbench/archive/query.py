@@ -160,7 +160,80 @@ def where_clause(f: TraceFilter) -> tuple[str, list[Any]]:
     if f.until is not None:
         terms.append('"started_at" < ?')
         params.append(f.until)
+    if f.text is not None:
+        # the user query, or an assistant turn's words; LIKE's wildcards in the text are literal
+        pattern = "%" + re.sub(r"([\\%_])", r"\\\1", f.text) + "%"
+        terms.append(
+            "(\"query\" ILIKE ? ESCAPE '\\' OR len(list_filter(\"messages\", lambda m: "
+            "m.role = 'assistant' AND (m.reasoning_content ILIKE ? ESCAPE '\\' "
+            "OR m.content ILIKE ? ESCAPE '\\'))) > 0)"
+        )
+        params.extend((pattern, pattern, pattern))
+    if f.slow_turn_ms is not None:
+        terms.append(
+            "coalesce(list_max(CAST(json_extract(\"timings_json\", '$.turns[*].policy_ms') "
+            "AS DOUBLE[])), 0) >= ?"
+        )
+        params.append(f.slow_turn_ms)
+    if f.gate_failed is not None:
+        ors = " OR ".join(
+            "json_extract_string(\"judge_json\", ?) = 'false'" for _ in f.gate_failed
+        )
+        terms.append(f"({ors})")
+        params.extend(f'$.gates."{g}"' for g in f.gate_failed)
     return (" AND ".join(terms) or "TRUE"), params
+
+
+class Cursor(BaseModel):
+    """Where a page of results ended, in the query's order (block, nulls first; episode id):
+    the next page starts after it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    block: int | None
+    episode_id: str
+
+
+ORDER_BY = "block NULLS FIRST, episode_id"
+"""The order every query returns its rows in; :class:`Cursor` follows it."""
+
+
+def after_clause(cursor: Cursor) -> tuple[str, list[Any]]:
+    """The rows after `cursor` in :data:`ORDER_BY`, as a condition with parameters."""
+    key = -1 if cursor.block is None else cursor.block  # blocks are >= 0; null sorts first
+    return (
+        '(coalesce("block", -1) > ? OR (coalesce("block", -1) = ? AND "episode_id" > ?))',
+        [key, key, cursor.episode_id],
+    )
+
+
+def scan(
+    refs: Sequence[ShardRef],
+    filters: TraceFilter | None = None,
+    *,
+    embargo: EmbargoView | None = None,
+    after: Cursor | None = None,
+) -> tuple[str, list[Any]] | None:
+    """``FROM read_parquet(…) WHERE …`` over `refs` (pruned by `filters`) with `filters`,
+    the `embargo` and the rows `after` a cursor applied, and its parameters; the one source
+    every reader of the shards (queries, the API's pages, counts) builds its SQL on.
+    None when no shard can hold a matching row."""
+    f = filters or TraceFilter()
+    kept = _prune(refs, f)
+    if not kept:
+        return None
+    where, params = where_clause(f)
+    if embargo is not None:
+        extra, extra_params = embargo.sql()
+        where = f"({where}) AND ({extra})"
+        params.extend(extra_params)
+    if after is not None:
+        extra, extra_params = after_clause(after)
+        where = f"({where}) AND {extra}"
+        params.extend(extra_params)
+    files = [r.file for r in kept]
+    source = "read_parquet(?, hive_partitioning=false, union_by_name=true)"
+    return f"FROM {source} WHERE {where}", [files, *params]
 
 
 def query(
@@ -172,6 +245,9 @@ def query(
     verifier: Verifier | None = None,
     validator: str | None = None,
     threads: int = 2,
+    shards: Sequence[ShardRef] | None = None,
+    after: Cursor | None = None,
+    connection: Any = None,
 ) -> pa.Table:
     """The archived episodes under `root` matching `filters`, as an Arrow table of the shard
     layout's columns (or only `columns`), ordered by block then episode id.
@@ -180,8 +256,11 @@ def query(
     opened the store passes it (``ArchiveStore.embargo_view()``), and an episode of a live
     bucket is left out unless the view has the embargo lifted. `verifier` leaves out the
     shards whose manifest signature does not verify (by `validator` when given, else by
-    the manifest's own signer). FilterError for an unknown column or a filter the shards
-    cannot answer; QueryError when the archive cannot be read.
+    the manifest's own signer). `shards` are the sealed shards to read, when the caller
+    listed them already (:func:`sealed_shards`); `after` starts after a cursor;
+    `connection` is a DuckDB connection to run on (a fresh one when None). FilterError for
+    an unknown column or a filter the shards cannot answer; QueryError when the archive
+    cannot be read.
     """
     import duckdb
 
@@ -191,26 +270,21 @@ def query(
     if unknown:
         raise FilterError(f"unknown column {unknown[0]!r} (columns: {', '.join(SCHEMA.names)})")
     f = filters or TraceFilter()
-    refs = _prune(sealed_shards(root, verifier=verifier, validator=validator), f)
-    if not refs:
+    if shards is None:
+        shards = sealed_shards(root, verifier=verifier, validator=validator)
+    scanned = scan(shards, f, embargo=embargo, after=after)
+    if scanned is None:
         return _empty(columns)
-    where, params = where_clause(f)
-    if embargo is not None:
-        extra, extra_params = embargo.sql()
-        where = f"({where}) AND ({extra})"
-        params.extend(extra_params)
+    source, params = scanned
     select = ", ".join(f'"{c}"' for c in columns) if columns else "*"
-    files = [r.file for r in refs]
-    sql = (
-        f"SELECT {select} FROM read_parquet(?, hive_partitioning=false, union_by_name=true) "
-        f"WHERE {where} ORDER BY block NULLS FIRST, episode_id"
-    )
+    sql = f"SELECT {select} {source} ORDER BY {ORDER_BY}"
     if f.limit is not None:
         sql += f" LIMIT {int(f.limit)}"
-    con = duckdb.connect()
+    con = connection.cursor() if connection is not None else duckdb.connect()
     try:
-        con.execute(f"SET threads TO {int(threads)}")
-        return con.sql(sql, params=[files, *params]).to_arrow_table()
+        if connection is None:
+            con.execute(f"SET threads TO {int(threads)}")
+        return con.sql(sql, params=params).to_arrow_table()
     except duckdb.BinderException as e:
         raise FilterError(f"a filter names a column the shards lack ({e})") from None
     except duckdb.Error as e:

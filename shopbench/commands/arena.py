@@ -65,8 +65,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
     ) -> None:
         """Run a whole subnet here: a local chain, miner processes, the real validator."""
+        from shopbench.commands.archive import serve_hint
         from shopbench.scoring.consensus import ConsensusConfig
-        from template.arena import parse_added, run_arena, validator_hotkey
+        from template.arena import ARCHIVE_DIR, parse_added, run_arena, validator_hotkey
         from template.arena_view import QuietView, RichView
 
         if print_hotkey:
@@ -85,6 +86,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         config = _ARENA.build(**options)
         report = run_arena(config, QuietView() if quiet else RichView())
         typer.echo(f"wrote {out / 'arena.json'} and {report['trajectories']}")
+        typer.echo(serve_hint(out / ARCHIVE_DIR))
 
     @bench_app.command("validator")
     def bench_validator(

@@ -1,0 +1,32 @@
+"""The API's one config: where the archive is, and every limit the service enforces."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ApiConfig(BaseModel):
+    """How ``shopbench archive serve`` serves one archive root."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    root: str = Field(description="the archive root (a store's directory or a pulled folder)")
+    page_size: int = Field(default=50, ge=1, description="episodes per page when none is asked")
+    max_page_size: int = Field(default=500, ge=1, description="the largest page a client may ask")
+    max_query_chars: int = Field(
+        default=2048, ge=64, description="longest query string; longer ones are answered 414"
+    )
+    rate_per_s: float = Field(
+        default=20.0, gt=0, description="requests per second one client may sustain"
+    )
+    burst: int = Field(default=100, ge=1, description="requests one client may make at once")
+    refresh_s: float = Field(
+        default=5.0, ge=0, description="how stale the list of sealed shards may be (seconds)"
+    )
+    stream_batch: int = Field(
+        default=2000, ge=1, description="episodes read per batch while streaming a bulk read"
+    )
+    max_eval_samples: int = Field(
+        default=1000, ge=1, description="most episodes in one Inspect .eval export"
+    )
+    threads: int = Field(default=2, ge=1, description="DuckDB threads")

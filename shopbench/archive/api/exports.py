@@ -1,0 +1,214 @@
+"""What the API hands out besides JSON: streamed JSONL and Parquet, TRL rows, Inspect logs.
+
+- JSONL: one :class:`~shopbench.trajectory.record.Trajectory` per line, what
+  :func:`~shopbench.archive.jsonl.read_trajectories` reads;
+- Parquet: the shard layout's columns, one row group per streamed batch;
+- ``trl``: one row per episode in TRL's conversational format — ``messages`` (the OpenAI
+  chat list: reasoning in ``reasoning_content``, tool calls with their arguments as JSON
+  text, tool results) and ``tools`` (the function schemas offered);
+- ``eval``: an Inspect AI log (``.eval``, written with ``inspect_ai``'s own log API), one
+  sample per episode: the conversation as Inspect chat messages, the final turn as the
+  output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, and the
+  ids in the sample's metadata; Inspect's viewer and its log readers open it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shopbench.archive.layout import SCHEMA, from_table
+from shopbench.trajectory.record import Trajectory
+
+FORMATS = ("json", "jsonl", "parquet", "trl", "eval")
+"""What ``/v1/trajectories`` answers in (``json`` pages; the rest stream every match)."""
+
+MEDIA_TYPES = {
+    "json": "application/json",
+    "jsonl": "application/x-ndjson",
+    "trl": "application/x-ndjson",
+    "parquet": "application/vnd.apache.parquet",
+    "eval": "application/zip",
+}
+SUFFIXES = {"jsonl": ".jsonl", "trl": ".trl.jsonl", "parquet": ".parquet", "eval": ".eval"}
+
+
+def trl_row(t: Trajectory) -> dict[str, Any]:
+    """The episode as one row of TRL's conversational format (``messages``, ``tools``)."""
+    return {"messages": [m.to_openai() for m in t.messages], "tools": t.tools}
+
+
+def jsonl_lines(tables: Iterable[pa.Table], fmt: str) -> Iterator[bytes]:
+    """Each episode of `tables` as one line: the record (``jsonl``) or its TRL row (``trl``)."""
+    for table in tables:
+        records = from_table(table)
+        if fmt == "trl":
+            chunk = "".join(json.dumps(trl_row(t), ensure_ascii=False) + "\n" for t in records)
+        else:
+            chunk = "".join(t.model_dump_json() + "\n" for t in records)
+        yield chunk.encode("utf-8")
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only file that keeps what is written until it is taken."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        self.parts.append(bytes(b))
+        return len(b)
+
+    def take(self) -> bytes:
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def parquet_chunks(tables: Iterable[pa.Table]) -> Iterator[bytes]:
+    """One Parquet file (zstd, the layout's columns) holding every row of `tables`, in
+    pieces as each batch is written."""
+    sink = _Chunks()
+    writer = pq.ParquetWriter(pa.PythonFile(sink, mode="w"), SCHEMA, compression="zstd")
+    try:
+        for table in tables:
+            writer.write_table(table.cast(SCHEMA))
+            if piece := sink.take():
+                yield piece
+    finally:
+        writer.close()
+    yield sink.take()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
+
+
+def _inspect_messages(t: Trajectory) -> list[Any]:
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageTool,
+        ChatMessageUser,
+        ContentReasoning,
+        ContentText,
+    )
+    from inspect_ai.tool import ToolCall
+
+    names = {c.id: c.function.name for m in t.messages for c in m.tool_calls or []}
+    out: list[Any] = []
+    for m in t.messages:
+        if m.role == "system":
+            out.append(ChatMessageSystem(content=m.content or ""))
+        elif m.role == "user":
+            out.append(ChatMessageUser(content=m.content or ""))
+        elif m.role == "tool":
+            out.append(ChatMessageTool(
+                content=m.content or "", tool_call_id=m.tool_call_id,
+                function=m.name or names.get(m.tool_call_id or ""),
+            ))  # fmt: skip
+        else:
+            parts: list[Any] = []
+            if m.reasoning_content:
+                parts.append(ContentReasoning(reasoning=m.reasoning_content))
+            if m.content:
+                parts.append(ContentText(text=m.content))
+            calls = []
+            for c in m.tool_calls or []:
+                try:
+                    arguments = json.loads(c.function.arguments or "{}")
+                    error = None
+                except json.JSONDecodeError as e:
+                    arguments, error = {}, f"not JSON: {e}"
+                if not isinstance(arguments, dict):
+                    arguments, error = {}, "the arguments are not a JSON object"
+                calls.append(ToolCall(
+                    id=c.id, function=c.function.name, arguments=arguments, parse_error=error,
+                ))  # fmt: skip
+            out.append(ChatMessageAssistant(content=parts or "", tool_calls=calls or None))
+    return out
+
+
+def _sample(t: Trajectory) -> Any:
+    from inspect_ai.log import EvalSample
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
+    from inspect_ai.scorer import Score
+
+    messages = _inspect_messages(t)
+    last = next((m for m in reversed(messages) if isinstance(m, ChatMessageAssistant)), None)
+    output = ModelOutput(
+        model=t.agent,
+        choices=[ChatCompletionChoice(
+            message=last or ChatMessageAssistant(content=""), stop_reason="stop",
+        )],
+    )  # fmt: skip
+    scores = {
+        "outcome": Score(
+            value=1.0 if t.outcome.success else 0.0, answer=",".join(t.recommended),
+            explanation=t.outcome.reason or "every constraint holds",
+        ),
+        "rule": Score(value=t.outcome.mean_rule),
+    }  # fmt: skip
+    if t.judge is not None:
+        scores["judge"] = Score(value=t.judge.score, explanation=t.judge.rationale)
+    if t.score is not None:
+        scores["score"] = Score(value=t.score)
+    return EvalSample(
+        id=t.episode_id, epoch=1, input=t.query, target="", messages=messages, output=output,
+        scores=scores,
+        metadata={
+            "task_id": t.task_id, "intent": t.intent, "split": t.split, "cluster": t.cluster,
+            "validator_hotkey": t.validator_hotkey, "miner_uid": t.miner_uid,
+            "miner_hotkey": t.miner_hotkey, "block": t.block, "epoch": t.epoch,
+            "termination": t.termination.value, "turns": t.turns,
+            "gates": t.judge.gates if t.judge is not None else {},
+        },
+        started_at=_iso(t.timings.started_at),
+        completed_at=_iso(t.timings.started_at + t.timings.total_ms / 1000),
+        total_time=t.timings.total_ms / 1000, working_time=t.timings.policy_ms / 1000,
+    )  # fmt: skip
+
+
+def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") -> bytes:
+    """The episodes as one Inspect AI ``.eval`` log's bytes (see the module docstring)."""
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalResults,
+        EvalSpec,
+        EvalStats,
+        write_eval_log,
+    )
+
+    agents = sorted({t.agent for t in trajectories})
+    starts = [t.timings.started_at for t in trajectories] or [0.0]
+    ends = [t.timings.started_at + t.timings.total_ms / 1000 for t in trajectories] or [0.0]
+    n = len(trajectories)
+    log = EvalLog(
+        status="success",
+        eval=EvalSpec(
+            created=_iso(min(starts)), task=task,
+            dataset=EvalDataset(name="shopbench-archive", samples=n,
+                                sample_ids=[t.episode_id for t in trajectories]),
+            model=agents[0] if len(agents) == 1 else "shopbench/miners",
+            config=EvalConfig(), metadata={"agents": agents},
+        ),
+        results=EvalResults(total_samples=n, completed_samples=n),
+        stats=EvalStats(started_at=_iso(min(starts)), completed_at=_iso(max(ends))),
+        samples=[_sample(t) for t in trajectories],
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="shopbench-eval-") as tmp:
+        path = Path(tmp) / "episodes.eval"
+        write_eval_log(log, str(path), format="eval")
+        return path.read_bytes()

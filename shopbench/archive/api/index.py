@@ -1,0 +1,231 @@
+"""The service's view of one archive root: its sealed shards, its embargo, an id index.
+
+Every read goes through the archive's own functions: the shards are those
+:func:`~shopbench.archive.query.sealed_shards` lists, the embargo is the store's
+(:func:`~shopbench.archive.store.load_embargo`), the filters and the embargo become SQL
+through :func:`~shopbench.archive.query.scan`. On top of those the index keeps, in an
+in-memory DuckDB table, each public and embargoed episode's id, task, epoch, bucket, shard
+file and row, so that one episode or one task is found without scanning the shards; the
+embargo is applied to that table with the same condition. The list of shards is read again
+when it is older than ``refresh_s`` (a validator keeps sealing shards while it is served).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from shopbench.archive.filters import TraceFilter
+from shopbench.archive.layout import from_table
+from shopbench.archive.manifest import ShardManifest
+from shopbench.archive.query import Cursor, EmbargoView, ShardRef, query, scan, sealed_shards
+from shopbench.archive.store import EmbargoState, load_embargo
+from shopbench.trajectory.record import Trajectory
+
+LIST_COLUMNS: tuple[str, ...] = (
+    "episode_id", "task_id", "validator_hotkey", "miner_uid", "miner_hotkey", "block", "epoch",
+    "intent", "split", "query", "agent", "success", "rule_score", "judge_score", "score",
+    "turns", "tool_calls", "termination", "started_at", "total_ms",
+)  # fmt: skip
+"""The columns of one row of an episode list."""
+
+
+class ArchiveIndex:
+    """One archive root as the service reads it (thread-safe; the web server's workers
+    share one)."""
+
+    def __init__(self, root: str | Path, *, refresh_s: float = 5.0, threads: int = 2) -> None:
+        import duckdb
+
+        self.root = Path(root)
+        self.refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._con = duckdb.connect()
+        self._con.execute(f"SET threads TO {int(threads)}")
+        self._con.execute("SET parquet_metadata_cache = true")
+        self._con.execute(
+            "CREATE TABLE ids (episode_id VARCHAR, task_id VARCHAR, epoch BIGINT, "
+            "bucket BIGINT, block BIGINT, miner_uid BIGINT, file VARCHAR, row BIGINT)"
+        )
+        self._refs: list[ShardRef] = []
+        self._embargo = EmbargoState()
+        self._checked = float("-inf")
+        self._gates: tuple[str, list[str]] = ("", [])
+        self.refresh(force=True)
+
+    # -- the shards ----------------------------------------------------------------------
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Read the sealed shards and the embargo again if the last read is older than
+        ``refresh_s`` (or `force`), indexing the shards that are new and forgetting those
+        gone (quarantined)."""
+        with self._lock:
+            if not force and time.monotonic() - self._checked < self.refresh_s:
+                return
+            refs = sealed_shards(self.root)
+            embargo = load_embargo(self.root)
+            known = {r.file for r in self._refs}
+            now = {r.file for r in refs}
+            gone = sorted(known - now)
+            new = [r.file for r in refs if r.file not in known]
+            con = self._con.cursor()
+            if gone:
+                con.execute("DELETE FROM ids WHERE file IN (SELECT unnest(?))", [gone])
+            if new:
+                con.execute(
+                    "INSERT INTO ids SELECT episode_id, task_id, epoch, bucket, block, "
+                    "miner_uid, filename, file_row_number FROM read_parquet(?, filename=true, "
+                    "file_row_number=true, union_by_name=true)",
+                    [new],
+                )
+            self._refs, self._embargo = refs, embargo
+            self._checked = time.monotonic()
+
+    def shards(self) -> list[ShardRef]:
+        """The sealed shards (refreshed when stale)."""
+        self.refresh()
+        return self._refs
+
+    @property
+    def embargo(self) -> EmbargoState:
+        """The store's embargo state as last read."""
+        return self._embargo
+
+    def view(self) -> EmbargoView:
+        """The embargo as queries apply it."""
+        return self._embargo.view()
+
+    def manifests(self) -> list[ShardManifest]:
+        """The manifests of the shards a public reader may fetch (the store's own
+        :meth:`~shopbench.archive.store.EmbargoState.is_public` decision), in path order."""
+        refs = self.shards()
+        return [r.manifest for r in refs if self._embargo.is_public(r.manifest)]
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def page(
+        self, filters: TraceFilter, *, limit: int, after: Cursor | None = None
+    ) -> tuple[list[dict[str, Any]], Cursor | None]:
+        """Up to `limit` rows (:data:`LIST_COLUMNS`) matching `filters` after `after`, in the
+        archive's order, and the cursor of the next page (None on the last)."""
+        f = filters.model_copy(update={"limit": limit + 1})
+        table = query(
+            self.root, f, columns=LIST_COLUMNS, embargo=self.view(), shards=self.shards(),
+            after=after, connection=self._con,
+        )  # fmt: skip
+        rows = table.to_pylist()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        for row in rows:
+            row["started_at"] = row["started_at"].timestamp() if row["started_at"] else None
+        nxt = Cursor(block=rows[-1]["block"], episode_id=rows[-1]["episode_id"]) if more else None
+        return rows, nxt
+
+    def tables(self, filters: TraceFilter, *, batch: int) -> Iterator[pa.Table]:
+        """Every matching episode, as Arrow tables of the layout's columns of at most
+        `batch` rows, in the archive's order (keyset pages, so memory stays flat);
+        ``filters.limit`` caps the total."""
+        left = filters.limit
+        after: Cursor | None = None
+        shards, view = self.shards(), self.view()
+        while left is None or left > 0:
+            n = batch if left is None else min(batch, left)
+            f = filters.model_copy(update={"limit": n})
+            table = query(
+                self.root, f, embargo=view, shards=shards, after=after, connection=self._con
+            )
+            if table.num_rows == 0:
+                return
+            yield table
+            if table.num_rows < n:
+                return
+            if left is not None:
+                left -= table.num_rows
+            last = table.slice(table.num_rows - 1).select(["block", "episode_id"]).to_pylist()[0]
+            after = Cursor(block=last["block"], episode_id=last["episode_id"])
+
+    def trajectory(self, episode_id: str) -> Trajectory | None:
+        """The episode `episode_id`, or None when it is unknown or embargoed (the two are
+        not told apart)."""
+        found = self._located("episode_id = ?", [episode_id])
+        return found[0] if found else None
+
+    def task(self, task_id: str) -> list[Trajectory]:
+        """Every public episode of task `task_id`, by block then miner uid."""
+        found = self._located("task_id = ?", [task_id])
+        return sorted(found, key=lambda t: (t.block or -1, t.miner_uid or -1, t.episode_id))
+
+    def _located(self, condition: str, params: list[Any]) -> list[Trajectory]:
+        self.refresh()
+        embargo, embargo_params = self.view().sql()
+        rows = (
+            self._con.cursor()
+            .execute(
+                f"SELECT file, row FROM ids WHERE {condition} AND ({embargo}) ORDER BY file, row",
+                [*params, *embargo_params],
+            )
+            .fetchall()
+        )
+        by_file: dict[str, list[int]] = {}
+        for file, row in rows:
+            by_file.setdefault(file, []).append(row)
+        out: list[Trajectory] = []
+        for file, wanted in by_file.items():
+            out.extend(from_table(self._rows(file, wanted)))
+        return out
+
+    def _rows(self, file: str, rows: Sequence[int]) -> pa.Table:
+        """Rows `rows` of shard `file`, reading only the row groups that hold them."""
+        pf = pq.ParquetFile(file)  # one per read: ParquetFile is not shared across threads
+        tables: list[pa.Table] = []
+        start = 0
+        for g in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(g).num_rows
+            inside = [r - start for r in rows if start <= r < start + n]
+            if inside:
+                group = pf.read_row_group(g)
+                tables.append(group.take(pa.array(inside, type=pa.int64())))
+            start += n
+        return pa.concat_tables(tables, promote_options="default")
+
+    def gate_names(self) -> list[str]:
+        """The judge gates the newest shard's episodes were judged on (for the gate filter's
+        choices; a sample, so it stays cheap on a large archive)."""
+        refs = self.shards()
+        if not refs:
+            return []
+        newest = max(refs, key=lambda r: r.manifest.created_at)
+        if self._gates[0] != newest.file:
+            rows = (
+                self._con.cursor()
+                .execute(
+                    "SELECT DISTINCT unnest(json_keys(judge_json, '$.gates')) FROM (SELECT "
+                    "judge_json FROM read_parquet(?) WHERE judge_json IS NOT NULL LIMIT 256)",
+                    [newest.file],
+                )
+                .fetchall()
+            )
+            self._gates = (newest.file, sorted(str(r[0]) for r in rows))
+        return self._gates[1]
+
+    def sql(
+        self, select: str, filters: TraceFilter, *, tail: str = "", outer: str | None = None
+    ) -> list[tuple[Any, ...]]:
+        """``SELECT <select> FROM <the matching episodes> <tail>`` (more WHERE terms, GROUP
+        BY, ORDER BY), the embargo applied, wrapped in `outer` (``{inner}`` marks where)
+        when given; no rows when no shard can match. Every argument but `filters` is the
+        service's own SQL, never a client's."""
+        scanned = scan(self.shards(), filters, embargo=self.view())
+        if scanned is None:
+            return []
+        source, params = scanned
+        sql = f"SELECT {select} {source} {tail}"
+        if outer is not None:
+            sql = outer.replace("{inner}", sql)
+        return self._con.cursor().execute(sql, params).fetchall()

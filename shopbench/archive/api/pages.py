@@ -1,0 +1,173 @@
+"""The trace browser: server-rendered pages (Jinja2 templates shipped in the package).
+
+Miner-written text — reasoning, content, tool arguments, the agent's name — is hostile.
+Every template is autoescaped, none marks anything safe, no value is placed in a script,
+a style or an event attribute, and the pages are served under a policy that runs only the
+service's own script file (:mod:`shopbench.archive.api.guard`). The leaderboard's chart is
+SVG drawn here from numbers alone.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from shopbench.archive.api.index import ArchiveIndex
+from shopbench.archive.api.routes import ID_PATTERN, NotFound, encode_cursor, read_request
+from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
+from shopbench.archive.filters import TraceFilter
+from shopbench.trajectory.record import Trajectory
+
+COLLAPSE_CHARS = 400
+"""Longer arguments and observations start collapsed."""
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "score_min", "score_max",
+               "text", "slow_turn_ms", "gate_failed")  # fmt: skip
+
+_env = Environment(
+    loader=PackageLoader("shopbench.archive.api", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _pretty(text: str | None) -> str:
+    """JSON text indented for reading; other text as it is."""
+    if not text:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+_env.filters["pretty"] = _pretty
+_env.globals["COLLAPSE_CHARS"] = COLLAPSE_CHARS
+
+
+def render(index: ArchiveIndex, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Template `name` with `context` and the embargo banner's state."""
+    state = index.embargo
+    html = _env.get_template(name).render(embargo=state, **context)
+    return HTMLResponse(html, status_code=status)
+
+
+def error_page(index: ArchiveIndex, status: int, message: str) -> HTMLResponse:
+    """The error page (404, 422) with the reason."""
+    return render(index, "error.html", status, code=status, message=message)
+
+
+def chart(board: Leaderboard, width: int = 720, height: int = 260) -> dict[str, Any]:
+    """The EMA-over-rounds chart as SVG coordinates: one polyline per miner (rounds are
+    each miner's blocks in order, numbered from 1)."""
+    pad = 40
+    rounds = max((len(m.history) for m in board.miners), default=0)
+    top = max((p.ema for m in board.miners for p in m.history), default=0.0) or 1.0
+
+    def x(i: int) -> float:
+        return pad + (width - 2 * pad) * (i / max(1, rounds - 1))
+
+    def y(v: float) -> float:
+        return height - pad - (height - 2 * pad) * (v / top)
+
+    lines = []
+    for k, m in enumerate(board.miners):
+        points = " ".join(f"{x(i):.1f},{y(p.ema):.1f}" for i, p in enumerate(m.history))
+        dots = [(round(x(i), 1), round(y(p.ema), 1)) for i, p in enumerate(m.history)]
+        lines.append({"uid": m.uid, "color": PALETTE[k % len(PALETTE)], "points": points,
+                      "dots": dots})  # fmt: skip
+    ticks = [{"y": round(y(top * f), 1), "label": f"{top * f:.3g}"} for f in (0, 0.5, 1)]
+    xticks = [{"x": round(x(i), 1), "label": i + 1} for i in range(rounds)]
+    return {"width": width, "height": height, "pad": pad, "lines": lines, "ticks": ticks,
+            "xticks": xticks}  # fmt: skip
+
+
+def turns_of(t: Trajectory) -> list[dict[str, Any]]:
+    """The episode's assistant turns, each with its calls beside the observations they
+    produced, its timing and the validator's tool log entries."""
+    answers = {m.tool_call_id: m.content for m in t.messages if m.role == "tool"}
+    timing = {x.turn: x for x in t.timings.turns}
+    out = []
+    for number, m in enumerate((m for m in t.messages if m.role == "assistant"), start=1):
+        calls = [
+            {"id": c.id, "name": c.function.name, "arguments": _pretty(c.function.arguments),
+             "observation": _pretty(answers.get(c.id)), "answered": c.id in answers}
+            for c in m.tool_calls or []
+        ]  # fmt: skip
+        log = [e for e in t.tool_log if e.turn == number]
+        tt = timing.get(number)
+        out.append({
+            "number": number, "reasoning": m.reasoning_content or "", "content": m.content or "",
+            "calls": calls, "log": log,
+            "policy_ms": tt.policy_ms if tt else None, "env_ms": tt.env_ms if tt else None,
+            "failures": [f for f in t.failures if f.turn == number],
+        })  # fmt: skip
+    return out
+
+
+def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
+    """The judge's gates and criteria in order, each with its evidence where the judge
+    recorded one (the rubric judge does, in its ``criteria``)."""
+    if t.judge is None:
+        return []
+    extra = t.judge.model_extra or {}
+    listed = extra.get("criteria")
+    if isinstance(listed, list) and all(isinstance(c, dict) for c in listed):
+        return [{"name": str(c.get("name", "")), "kind": str(c.get("kind", "")),
+                 "passed": bool(c.get("passed")), "evidence": str(c.get("evidence", ""))}
+                for c in listed]  # fmt: skip
+    return [{"name": k, "kind": "gate", "passed": v, "evidence": ""}
+            for k, v in t.judge.gates.items()]  # fmt: skip
+
+
+def _query_string(values: dict[str, Any], **extra: Any) -> str:
+    items = {k: v for k, v in {**values, **extra}.items() if v not in (None, "")}
+    return urlencode(items)
+
+
+def router(index: ArchiveIndex, *, page_size: int) -> APIRouter:
+    """The browser's routes over `index`."""
+    pages = APIRouter(include_in_schema=False)
+
+    @pages.get("/", response_class=HTMLResponse)
+    def board_page() -> HTMLResponse:
+        board = leaderboard(index, TraceFilter())
+        return render(index, "leaderboard.html", board=board, chart=chart(board),
+                      counts=stats(index, TraceFilter()))  # fmt: skip
+
+    @pages.get("/episodes", response_class=HTMLResponse)
+    def list_page(request: Request) -> HTMLResponse:
+        r = read_request(request, formats=("json",), max_limit=500, default_limit=page_size)
+        values = {k: request.query_params.get(k) for k in FORM_FIELDS}
+        rows, nxt = index.page(r.filters, limit=r.limit or page_size, after=r.cursor)
+        filters_qs = _query_string(values)
+        next_qs = _query_string(values, cursor=encode_cursor(nxt), limit=r.limit) if nxt else None
+        gates = index.gate_names()
+        return render(index, "episodes.html", rows=rows, values=values, next_qs=next_qs,
+                      filters_qs=filters_qs, gates=gates)  # fmt: skip
+
+    @pages.get("/episodes/{episode_id}", response_class=HTMLResponse)
+    def episode_page(episode_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:
+        t = index.trajectory(episode_id)
+        if t is None:
+            raise NotFound(f"no episode {episode_id}")
+        return render(index, "episode.html", t=t, turns=turns_of(t), criteria=criteria_of(t),
+                      outcome=t.outcome)  # fmt: skip
+
+    @pages.get("/tasks/{task_id}", response_class=HTMLResponse)
+    def task_page(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:
+        episodes = index.task(task_id)
+        if not episodes:
+            raise NotFound(f"no task {task_id}")
+        columns = [{"t": t, "turns": turns_of(t)} for t in episodes]
+        return render(index, "task.html", task_id=task_id, first=episodes[0], columns=columns)
+
+    return pages

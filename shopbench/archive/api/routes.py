@@ -1,0 +1,267 @@
+"""The JSON API, ``/v1/...``: read-only, the store's embargo on every route.
+
+Filters are the archive's :class:`~shopbench.archive.filters.TraceFilter`, read from the
+query string by :func:`read_request` (a list filter takes a comma-separated value or the
+parameter repeated); anything else in the query string but ``cursor``, ``limit`` and
+``format`` is an unknown filter. Every malformed parameter is a 422 naming it and, where
+they are a closed set, the allowed values. An episode or task that does not exist and one
+that is embargoed get the same 404, so the embargo does not reveal what it hides.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ValidationError
+
+from shopbench.archive.api.exports import (
+    FORMATS,
+    MEDIA_TYPES,
+    SUFFIXES,
+    eval_log,
+    jsonl_lines,
+    parquet_chunks,
+    trl_row,
+)
+from shopbench.archive.api.index import ArchiveIndex
+from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
+from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.manifest import ShardManifest
+from shopbench.archive.query import Cursor
+from shopbench.errors import ShopbenchError
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+"""What an episode or task id in a path looks like; anything else is a 422."""
+PAGE_PARAMETERS = ("cursor", "limit", "format")
+EPISODE_FORMATS = ("json", "jsonl", "trl", "eval")
+
+
+class NotFound(ShopbenchError):
+    """An id the archive does not publish (unknown or embargoed: the answer is the same)."""
+
+
+class Page(BaseModel):
+    """One page of an episode list."""
+
+    items: list[dict[str, Any]]
+    next_cursor: str | None
+    embargo_lifted: bool
+
+
+class TaskEpisodes(BaseModel):
+    """Every miner's episode of one task."""
+
+    task_id: str
+    episodes: list[dict[str, Any]]
+    embargo_lifted: bool
+
+
+class Manifests(BaseModel):
+    """The signed manifests of the shards a public reader may fetch."""
+
+    manifests: list[ShardManifest]
+
+
+class ListRequest(BaseModel):
+    """A list request: its filters and paging."""
+
+    filters: TraceFilter
+    cursor: Cursor | None
+    limit: int | None
+    format: str
+
+
+def encode_cursor(cursor: Cursor) -> str:
+    """The cursor as the opaque text a client sends back."""
+    raw = json.dumps([cursor.block, cursor.episode_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> Cursor:
+    """The cursor a client sent; FilterError naming ``cursor`` when it is not one of ours."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        block, episode_id = json.loads(raw)
+        return Cursor(block=block, episode_id=episode_id)
+    except (binascii.Error, ValueError, TypeError, ValidationError):
+        raise FilterError(
+            f"cursor {text[:40]!r} is not a cursor this service issued (use next_cursor)",
+            filter="cursor",
+        ) from None
+
+
+def read_request(
+    request: Request,
+    *,
+    formats: tuple[str, ...],
+    max_limit: int | None,
+    default_limit: int | None,
+) -> ListRequest:
+    """The filters and paging of `request`'s query string (FilterError names what is wrong);
+    `max_limit` None leaves ``limit`` unbounded above."""
+    values: dict[str, Any] = {}
+    page: dict[str, str] = {}
+    for key, value in request.query_params.multi_items():
+        if key in PAGE_PARAMETERS:
+            if key in page:
+                raise FilterError(f"parameter {key} given twice", filter=key)
+            page[key] = value
+        elif key in values:
+            values[key] = f"{values[key]},{value}"
+        else:
+            values[key] = value
+    fmt = page.get("format", formats[0])
+    if fmt not in formats:
+        raise FilterError(
+            f"format {fmt!r} unknown (allowed: {', '.join(formats)})",
+            filter="format", allowed=list(formats),
+        )  # fmt: skip
+    limit: int | None = default_limit
+    if "limit" in page:
+        try:
+            limit = int(page["limit"])
+        except ValueError:
+            limit = 0
+        if limit < 1 or (max_limit is not None and limit > max_limit):
+            top = "" if max_limit is None else f" to {max_limit}"
+            raise FilterError(
+                f"limit {page['limit']!r} refused: a whole number from 1{top}", filter="limit"
+            )
+    if "limit" in values:
+        raise FilterError("unknown filter limit here (page with limit and cursor)", filter="limit")
+    cursor = decode_cursor(page["cursor"]) if "cursor" in page else None
+    return ListRequest(filters=TraceFilter.parse(values), cursor=cursor, limit=limit, format=fmt)
+
+
+def filter_parameters() -> list[dict[str, Any]]:
+    """The filters as OpenAPI query parameters (the routes read them from the raw query
+    string, so FastAPI does not see them)."""
+    return [
+        {"name": name, "in": "query", "required": False, "description": field.description,
+         "schema": {"type": "string"}}
+        for name, field in TraceFilter.model_fields.items()
+        if name != "limit"
+    ]  # fmt: skip
+
+
+def _paging(formats: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [
+        {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"},
+         "description": "next_cursor of the previous page"},
+        {"name": "limit", "in": "query", "required": False, "schema": {"type": "integer"},
+         "description": "episodes per page (json) or in all (the other formats)"},
+        {"name": "format", "in": "query", "required": False,
+         "schema": {"type": "string", "enum": list(formats)}},
+    ]  # fmt: skip
+
+
+def _attachment(name: str, fmt: str) -> dict[str, str]:
+    return {"content-disposition": f'attachment; filename="{name}{SUFFIXES[fmt]}"'}
+
+
+def episode_response(index: ArchiveIndex, episodes: list[Any], fmt: str, name: str) -> Response:
+    """`episodes` (Trajectory records) in `fmt` (jsonl, trl or eval) as a download."""
+    if fmt == "eval":
+        body = eval_log(episodes)
+    elif fmt == "trl":
+        body = "".join(json.dumps(trl_row(t), ensure_ascii=False) + "\n" for t in episodes).encode()
+    else:
+        body = "".join(t.model_dump_json() + "\n" for t in episodes).encode()
+    return Response(body, media_type=MEDIA_TYPES[fmt], headers=_attachment(name, fmt))
+
+
+def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_batch: int,
+           max_eval_samples: int) -> APIRouter:  # fmt: skip
+    """The ``/v1`` routes over `index`."""
+    api = APIRouter(prefix="/v1", tags=["archive"])
+    list_params = [*filter_parameters(), *_paging(FORMATS)]
+
+    @api.get("/manifests", response_model=Manifests)
+    def manifests() -> Manifests:
+        """The signed manifests of every published shard (live rotation buckets left out)."""
+        return Manifests(manifests=index.manifests())
+
+    @api.get(
+        "/trajectories", response_model=Page, openapi_extra={"parameters": list_params},
+        responses={200: {"content": {t: {} for t in set(MEDIA_TYPES.values())}}},
+    )  # fmt: skip
+    def trajectories(request: Request) -> Any:
+        """Matching episodes: a page of summaries (``format=json``, follow ``next_cursor``), or
+        every match streamed as JSONL records, TRL rows, Parquet, or one Inspect ``.eval``
+        log (at most ``max_eval_samples``)."""
+        r = read_request(request, formats=FORMATS, max_limit=None, default_limit=None)
+        if r.format == "json":
+            limit = r.limit or page_size
+            if limit > max_page_size:
+                raise FilterError(
+                    f"limit {limit} refused: a page holds 1 to {max_page_size} episodes",
+                    filter="limit",
+                )
+            rows, nxt = index.page(r.filters, limit=limit, after=r.cursor)
+            return Page(items=rows, next_cursor=encode_cursor(nxt) if nxt else None,
+                        embargo_lifted=index.embargo.lifted)  # fmt: skip
+        f = r.filters.model_copy(update={"limit": r.limit})
+        if r.format == "eval":
+            if r.limit is not None and r.limit > max_eval_samples:
+                raise FilterError(
+                    f"limit {r.limit} refused: an .eval export holds 1 to {max_eval_samples}",
+                    filter="limit",
+                )
+            f = f.model_copy(update={"limit": r.limit or max_eval_samples})
+            from shopbench.archive.layout import from_table
+
+            episodes = [t for table in index.tables(f, batch=stream_batch)
+                        for t in from_table(table)]  # fmt: skip
+            return episode_response(index, episodes, "eval", "episodes")
+        tables = index.tables(f, batch=stream_batch)
+        chunks = parquet_chunks(tables) if r.format == "parquet" else jsonl_lines(tables, r.format)
+        return StreamingResponse(
+            chunks, media_type=MEDIA_TYPES[r.format], headers=_attachment("episodes", r.format)
+        )
+
+    @api.get("/trajectories/{episode_id}", responses={404: {"description": "unknown"}})
+    def trajectory(
+        request: Request,
+        episode_id: str = Path(pattern=ID_PATTERN, max_length=128),
+    ) -> Any:
+        """One episode: the record (``format=json``), or as JSONL, a TRL row or ``.eval``."""
+        r = read_request(request, formats=EPISODE_FORMATS, max_limit=1, default_limit=None)
+        if r.filters != TraceFilter() or r.cursor is not None or r.limit is not None:
+            raise FilterError("an episode takes only format", filter="format")
+        t = index.trajectory(episode_id)
+        if t is None:
+            raise NotFound(f"no episode {episode_id}")
+        if r.format == "json":
+            return JSONResponse(t.model_dump(mode="json"))
+        return episode_response(index, [t], r.format, episode_id)
+
+    @api.get("/tasks/{task_id}", response_model=TaskEpisodes)
+    def task(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> TaskEpisodes:
+        """Every miner's episode of one task (a round gives every miner the same tasks)."""
+        episodes = index.task(task_id)
+        if not episodes:
+            raise NotFound(f"no task {task_id}")
+        return TaskEpisodes(
+            task_id=task_id, episodes=[t.model_dump(mode="json") for t in episodes],
+            embargo_lifted=index.embargo.lifted,
+        )  # fmt: skip
+
+    @api.get("/leaderboard", response_model=Leaderboard,
+             openapi_extra={"parameters": filter_parameters()})  # fmt: skip
+    def board(request: Request) -> Leaderboard:
+        """Per miner: episodes, ASR, mean process score, and the EMA over rounds."""
+        r = read_request(request, formats=("json",), max_limit=1, default_limit=None)
+        return leaderboard(index, r.filters)
+
+    @api.get("/stats", response_model=Stats, openapi_extra={"parameters": filter_parameters()})
+    def counts(request: Request) -> Stats:
+        """Counts by intent, split, termination and failed judge gate."""
+        r = read_request(request, formats=("json",), max_limit=1, default_limit=None)
+        return stats(index, r.filters)
+
+    return api

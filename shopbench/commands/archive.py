@@ -1,0 +1,130 @@
+"""`shopbench archive serve` (the trace API and browser) and `shopbench bench api`.
+
+``--root`` is an archive folder (a store's directory or a pulled one), served as it is and
+re-read as it grows; or an object-storage or HTTP URL (``s3://…``, ``file://…``,
+``http(s)://`` another instance of this service), first pulled and verified against
+``--validator`` into ``--cache`` by ``traces pull``'s own code, then served from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import typer
+
+from shopbench.archive.api.config import ApiConfig
+from shopbench.commands.flags import Flags
+from shopbench.errors import ShopbenchError
+
+archive_app = typer.Typer(help="The trace archive's read-only API and browser.",
+                          no_args_is_help=True)  # fmt: skip
+_API = Flags(ApiConfig)
+
+
+def _is_url(root: str) -> bool:
+    return "://" in root
+
+
+def _pulled(root: str, validator: str | None, cache: Path | None, endpoint_url: str | None) -> Path:
+    """`root` (a URL) pulled and verified into the cache folder; BadParameter without
+    ``--validator``."""
+    from shopbench.archive.pull import pull
+    from shopbench.archive.remote import RemoteTarget, parse_storage_options
+    from template.signing import HotkeyVerifier
+
+    if not validator:
+        raise typer.BadParameter(
+            "serving a URL pulls it first: name the publishing validator's hotkey",
+            param_hint="--validator",
+        )
+    folder = (
+        cache
+        or Path.home()
+        / ".cache"
+        / "shopbench"
+        / "served"
+        / hashlib.sha256(root.encode()).hexdigest()[:16]
+    )
+    target = RemoteTarget(url=root, storage_options=parse_storage_options([], endpoint_url))
+    report = pull(target, folder, validator=validator, verifier=HotkeyVerifier())
+    for path, reason in report.quarantined.items():
+        typer.echo(f"quarantined {path}: {reason}", err=True)
+    typer.echo(f"pulled {len(report.fetched)} shards ({report.rows} episodes) into {folder}",
+               err=True)  # fmt: skip
+    return folder
+
+
+def serve_command(
+    root: str = typer.Option(..., "--root", help="archive folder, or a URL to pull and serve"),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="port to listen on"),
+    validator: str | None = typer.Option(
+        None, "--validator", help="for a URL root: the publishing validator's hotkey"
+    ),
+    cache: Path | None = typer.Option(None, "--cache", help="for a URL root: where to pull it"),
+    endpoint_url: str | None = typer.Option(
+        None, "--endpoint-url", help="for an s3:// root: the S3-compatible endpoint"
+    ),
+    rate: float = _API.option("rate_per_s", "--rate"),
+    burst: int = _API.option("burst", "--burst"),
+    page_size: int = _API.option("page_size", "--page-size"),
+) -> None:
+    """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
+    try:
+        import uvicorn
+
+        from shopbench.archive.api.app import create_app
+    except ImportError as e:
+        raise ShopbenchError(
+            f"archive serve needs the api extra: pip install -e '.[api]' ({e})"
+        ) from None
+    from shopbench.archive.store import LIFTED_WARNING, load_embargo
+
+    folder = _pulled(root, validator, cache, endpoint_url) if _is_url(root) else Path(root)
+    if not folder.is_dir():
+        raise typer.BadParameter(f"{folder}: no archive here (not a directory)",
+                                 param_hint="--root")  # fmt: skip
+    if load_embargo(folder).lifted:
+        typer.echo(LIFTED_WARNING.format(root=folder), err=True)
+    config = _API.build(root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size)
+    app = create_app(config)
+    typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def serve_hint(archive: Path) -> str:
+    """The command that browses `archive`, as ``shopbench arena`` prints it."""
+    return (
+        f"browse it: shopbench archive serve --root {archive}  (then open http://127.0.0.1:8000/)"
+    )
+
+
+def bench_api_command(
+    episodes: int = typer.Option(
+        1_000_000, "--episodes", min=1000, help="archived episodes the API serves"
+    ),
+    requests: int = typer.Option(200, "--requests", min=10, help="requests timed per figure"),
+    stream: int = typer.Option(
+        20_000, "--stream", min=100, help="episodes streamed for the JSONL figure"
+    ),
+    work: Path | None = typer.Option(
+        None, "--work", help="scratch folder, kept and reused (default: a temp dir)"
+    ),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+) -> None:
+    """Filtered list page and trajectory-by-id latency (p50, p99) and bulk JSONL streaming
+    rate, over HTTP against a real server on a large archive."""
+    from shopbench.bench.api import ApiBenchConfig, run_api_bench
+
+    report = run_api_bench(ApiBenchConfig(
+        episodes=episodes, requests=requests, stream=stream, work=str(work) if work else None,
+    ))  # fmt: skip
+    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add the ``archive`` group (``serve``) and ``bench api``."""
+    archive_app.command("serve")(serve_command)
+    app.add_typer(archive_app, name="archive")
+    bench_app.command("api")(bench_api_command)
