@@ -33,7 +33,9 @@ from shopbench.trajectory.loop import run_episode
 from shopbench.trajectory.record import Trajectory
 from template.signing import HotkeySigner, LocalWallet
 
-POLICIES = ("careful", "trial_and_error", "greedy", "narrator", "narrator_quoting", "guesser")
+POLICIES = (
+    "careful", "trial_and_error", "greedy", "narrator", "narrator_quoting", "guesser", "offline",
+)  # fmt: skip
 SIGNER = HotkeySigner.from_wallet(LocalWallet.derive("curation-test"))
 
 
@@ -137,12 +139,14 @@ def test_curate_measures_every_rule_against_the_true_policies(
     rules = report["rules"]
     honest_dropped = {r: e["truth"]["honest"] for r, e in rules.items() if e["truth"]["honest"]}
     assert honest_dropped == {"clones": len(played[11])}
-    dishonest = 3 * len(played[3])
+    dishonest = 4 * len(played[3])
     assert report["dishonest_removal_precision"] == round(dishonest / (dishonest + 10), 4)
     assert rules["narrator"]["alone"]["precision"] == 1.0
     policies = report["policies"]
     assert policies["guesser"]["dropped_by_rule"] == {"validity": len(played[5])}
     assert policies["narrator"]["kept"] == policies["narrator_quoting"]["kept"] == 0
+    assert policies["offline"]["kept"] == 0
+    assert policies["offline"]["dropped_by_rule"].get("narrator", 0) >= len(played[6]) // 2
     assert policies["careful_terse"]["dropped_by_rule"].get("clones") == len(played[11])
     assert policies["trial_and_error"]["recovery"] >= 1
     assert report["contaminated"][str(test_set)]["contaminated"] == 0
@@ -256,3 +260,18 @@ def test_repeated_calls_and_loops_are_named(played: dict[int, list[Trajectory]])
     )
     facts.call_keys = ["find_product:{}"] * 4
     assert loop_reason(facts, StructureParams()) == "the same call 4 times (find_product)"
+
+
+def test_minhash_estimates_the_jaccard_similarity_of_word_ngrams() -> None:
+    from shopbench.curation.similarity import bands_for, minhash_words
+
+    words = [f"w{i}" for i in range(400)]
+    changed = words[:300] + [f"x{i}" for i in range(100)]
+    grams = {tuple(words[i : i + 3]) for i in range(398)}
+    other = {tuple(changed[i : i + 3]) for i in range(398)}
+    true = len(grams & other) / len(grams | other)
+    a, b = minhash_words(words, 3, 256), minhash_words(changed, 3, 256)
+    estimate = sum(x == y for x, y in zip(a, b, strict=True)) / 256
+    assert abs(estimate - true) < 0.08
+    assert minhash_words(words, 3, 64) == minhash_words(list(words), 3, 64)
+    assert bands_for(64, 0.9) == (4, 16)

@@ -86,8 +86,6 @@ def _shape(call: Call) -> str:
     if not isinstance(call.arguments, dict):
         return f"{call.name}(?)"
     keys = ",".join(sorted(k for k in call.arguments if k != "page"))
-    if call.name in (VIEW, RECOMMEND):
-        keys += f"#{min(len(call.ids()), 5)}"
     return f"{call.name}({keys})"
 
 
@@ -153,7 +151,7 @@ def episode_facts(t: Trajectory) -> EpisodeFacts:
                 call.shown = _shown_tokens(answers[tc.id])
             calls.append(call)
             turn_shapes.append(_shape(call))
-        shapes.append("+".join(sorted(turn_shapes)))
+        shapes.append("+".join(sorted(set(turn_shapes))))
     shown = {p for c in calls for p in c.shown}
     for c in calls:
         if c.name == VIEW and c.answered and c.error is None:
@@ -175,9 +173,6 @@ def episode_facts(t: Trajectory) -> EpisodeFacts:
     )  # fmt: skip
 
 
-def shingles(facts: EpisodeFacts, n: int) -> set[str]:
-    """Word `n`-grams of the agent's words and calls (what near-duplicates share)."""
-    tokens = _WORD.findall(" ".join([facts.text.lower(), *facts.call_keys]).lower())
-    if len(tokens) <= n:
-        return {" ".join(tokens)} if tokens else set()
-    return {" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+def content_words(facts: EpisodeFacts) -> list[str]:
+    """The agent's words and calls as lower-case words (what near-duplicates share)."""
+    return _WORD.findall(" ".join([facts.text, *facts.call_keys]).lower())

@@ -25,7 +25,7 @@ from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter
 from shopbench.curation.errors import CurationError, EmptyResult
-from shopbench.curation.features import episode_facts, shingles
+from shopbench.curation.features import content_words, episode_facts
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
 from shopbench.curation.report import CurationReport, build_report, write_report
@@ -37,7 +37,7 @@ from shopbench.curation.rules import (
     outcome_reason,
     validity_reason,
 )
-from shopbench.curation.similarity import minhash
+from shopbench.curation.similarity import minhash_words
 from shopbench.curation.source import iter_batches, list_shards, local_archive
 from shopbench.curation.truth import Truth
 from shopbench.trajectory.record import Trajectory
@@ -115,7 +115,7 @@ class Curator:
             "narrator_why": ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
             "skeleton": facts.skeleton,
             "sig": (
-                minhash(shingles(facts, cfg.dedup.shingle), cfg.dedup.permutations)
+                minhash_words(content_words(facts), cfg.dedup.shingle, cfg.dedup.permutations)
                 if cfg.dedup.enabled else None
             ),
             "weight": round(weight, 6),

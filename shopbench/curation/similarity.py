@@ -26,16 +26,40 @@ def _coefficients(permutations: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def minhash(shingles: Iterable[str], permutations: int) -> list[int]:
-    """The MinHash signature of `shingles` (all values 2**32 for an empty set)."""
-    hashes = np.fromiter(
-        (zlib.crc32(s.encode("utf-8", "surrogatepass")) for s in shingles), dtype=np.uint64
-    )
+def _signature(hashes: np.ndarray, permutations: int) -> list[int]:
     if hashes.size == 0:
         return [2**32] * permutations
     a, b = _coefficients(permutations)
     values = (np.outer(a, hashes) + b[:, None]) % _PRIME
     return values.min(axis=1).astype(np.int64).tolist()
+
+
+def minhash(shingles: Iterable[str], permutations: int) -> list[int]:
+    """The MinHash signature of a set of `shingles` (all values 2**32 for an empty set)."""
+    hashes = np.fromiter(
+        (zlib.crc32(s.encode("utf-8", "surrogatepass")) for s in shingles), dtype=np.uint64
+    )
+    return _signature(np.unique(hashes), permutations)
+
+
+_MIX = np.uint64(0x9E3779B1)  # odd: each word's hash is spread before the next is added
+_LOW = np.uint64(0xFFFFFFFF)
+
+
+def minhash_words(words: list[str], n: int, permutations: int) -> list[int]:
+    """The MinHash signature of the word `n`-grams of `words` (the whole list when it is
+    shorter than `n`), each n-gram hashed from its words' hashes without building it."""
+    if not words:
+        return _signature(np.empty(0, dtype=np.uint64), permutations)
+    h = np.fromiter(
+        (zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in words), dtype=np.uint64,
+        count=len(words),
+    )  # fmt: skip
+    k = min(n, len(words))
+    grams = h[: len(h) - k + 1].copy()
+    for i in range(1, k):
+        grams = ((grams * _MIX) & _LOW) ^ h[i : len(h) - k + 1 + i]
+    return _signature(np.unique(grams), permutations)
 
 
 def bands_for(permutations: int, threshold: float) -> tuple[int, int]:
