@@ -68,7 +68,7 @@ def error_page(index: ArchiveIndex, status: int, message: str) -> HTMLResponse:
 def chart(board: Leaderboard, width: int = 720, height: int = 260) -> dict[str, Any]:
     """The EMA-over-rounds chart as SVG coordinates: one polyline per miner (rounds are
     each miner's blocks in order, numbered from 1)."""
-    pad = 40
+    pad = 56
     rounds = max((len(m.history) for m in board.miners), default=0)
     top = max((p.ema for m in board.miners for p in m.history), default=0.0) or 1.0
 

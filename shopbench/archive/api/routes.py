@@ -107,6 +107,8 @@ def read_request(
     values: dict[str, Any] = {}
     page: dict[str, str] = {}
     for key, value in request.query_params.multi_items():
+        if value == "":
+            continue  # an empty field of the browser's form: not set
         if key in PAGE_PARAMETERS:
             if key in page:
                 raise FilterError(f"parameter {key} given twice", filter=key)

@@ -1,0 +1,177 @@
+"""The trace browser in real headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven by Selenium): the leaderboard, a filtered list, an episode with
+its turns and checklist, and an episode whose every miner-written field is an attack that
+must not run.
+
+With ``SHOPBENCH_SCREENSHOTS=DIR`` set, the test saves the screenshots docs/browser.md shows
+(leaderboard.png, episodes.png, episode.png, task.png) into DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from api_archives import hostile, run_arena
+
+from shopbench.archive.api.app import create_app
+from shopbench.archive.api.config import ApiConfig
+from shopbench.archive.api.server import serving
+from shopbench.archive.store import read_store
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver") or (
+    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
+)
+try:
+    import selenium  # noqa: F401
+
+    SELENIUM = True
+except ImportError:
+    SELENIUM = False
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER and SELENIUM),
+    reason="the browser test needs Chromium and its driver (apt-get install chromium "
+    "chromium-driver) and selenium (the dev extra)",
+)
+SHOTS = os.environ.get("SHOPBENCH_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def arena_root(catalog_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser-arena")
+    run_arena(catalog_dir, out)
+    return out / "archive"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM  # type: ignore[assignment]
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1400, min(max(height + 40, 700), 2400))
+        driver.save_screenshot(str(Path(SHOTS) / name))
+        driver.set_window_size(1400, 1000)
+
+
+def _requests(driver) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every URL the browser asked for since the last call (Chrome's network log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def test_the_browser_shows_the_leaderboard_a_filtered_list_and_an_episode(
+    browser, arena_root: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    records = {t.episode_id: t for t in read_store(arena_root)}
+    with serving(create_app(ApiConfig(root=str(arena_root)))) as url:
+        browser.get(url + "/")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr")
+        assert len(rows) == 3
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#ema-chart polyline")) == 3
+        assert "Embargo lifted" in browser.find_element(By.ID, "embargo").text
+        _shot(browser, "leaderboard.png")
+
+        browser.find_element(By.LINK_TEXT, "Episodes").click()
+        WebDriverWait(browser, 15).until(lambda d: d.current_url.endswith("/episodes"))
+        Select(browser.find_element(By.NAME, "intent")).select_by_value("shop")
+        browser.find_element(By.ID, "apply").click()
+        WebDriverWait(browser, 15).until(lambda d: "intent=shop" in d.current_url)
+        listed = browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+        shop = [t for t in records.values() if t.intent == "shop"]
+        assert len(listed) == len(shop)
+        assert all(r.find_elements(By.TAG_NAME, "td")[2].text == "shop" for r in listed)
+        _shot(browser, "episodes.png")
+
+        won = next(r for r in listed if r.find_elements(By.TAG_NAME, "td")[6].text == "yes")
+        first = won.find_element(By.CSS_SELECTOR, "td a")
+        episode_id = first.text
+        first.click()
+        WebDriverWait(browser, 15).until(lambda d: d.current_url.endswith(episode_id))
+        t = records[episode_id]
+        turns = browser.find_elements(By.CSS_SELECTOR, "#turns .turn")
+        assert len(turns) == t.turns
+        calls = browser.find_elements(By.CSS_SELECTOR, "#turns .call")
+        assert len(calls) == sum(len(m.tool_calls or []) for m in t.messages)
+        checks = browser.find_elements(By.CSS_SELECTOR, "#checklist .checks li")
+        constraints = sum(len(s.constraints) for s in t.outcome.slots)
+        assert len(checks) == constraints > 0
+        assert all("✓" in c.text for c in checks)  # a success: every constraint hit
+        gates = browser.find_elements(By.CSS_SELECTOR, "#judge .checks li")
+        assert t.judge is not None
+        criteria = (t.judge.model_extra or {}).get("criteria") or t.judge.gates
+        assert len(gates) == len(criteria)
+        shown = browser.find_element(By.ID, "judge").text
+        assert all(g in shown for g in t.judge.gates)  # each gate with its evidence
+        assert browser.find_element(By.ID, "query").text == t.query.strip()
+        _shot(browser, "episode.png")
+
+        browser.find_element(By.PARTIAL_LINK_TEXT, "all miners on").click()
+        WebDriverWait(browser, 15).until(lambda d: "/tasks/" in d.current_url)
+        columns = browser.find_elements(By.CSS_SELECTOR, "#task-episodes .episode-col")
+        assert len(columns) == sum(1 for x in records.values() if x.task_id == t.task_id) == 3
+        _shot(browser, "task.png")
+
+
+def test_hostile_miner_text_runs_nothing_in_the_browser(
+    browser, arena_root: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    root, episode = hostile(arena_root, tmp_path / "hostile")
+    with serving(create_app(ApiConfig(root=str(root)))) as url:
+        origin = urlparse(url).netloc
+        _requests(browser)  # drop what earlier pages asked for
+        for path in (f"/episodes/{episode}", "/episodes?text=script", "/", "/tasks/"):
+            if path == "/tasks/":
+                path += next(t.task_id for t in read_store(root))
+            browser.get(url + path)
+            button = browser.find_elements(By.CSS_SELECTOR, "button.toggle-all")
+            if button:
+                button[0].click()  # open every collapsed block too
+            with pytest.raises(NoAlertPresentException):
+                browser.switch_to.alert.text  # noqa: B018
+            assert browser.execute_script("return window.__pwned === undefined")
+            injected = browser.execute_script(
+                "return [document.querySelectorAll('img, iframe, #injected, svg [onload]').length,"
+                " Array.from(document.scripts).map(s => s.src)]"
+            )
+            assert injected[0] == 0, path
+            assert injected[1] == [url + "/static/app.js"], path
+            foreign = [u for u in _requests(browser) if urlparse(u).netloc not in (origin, "")]
+            assert foreign == [], path
+            if path.startswith("/episodes/"):
+                shown = browser.find_element(By.ID, "turns").text
+                assert "<script>window.__pwned" in shown  # shown as text, never run
