@@ -7,6 +7,8 @@ calibration's honest and dishonest groups) is derived from it. An OpenAI-compati
 endpoint is ``openai:MODEL@URL`` with URL the API root (``.../v1``), e.g.
 ``openai:Qwen/Qwen3-4B@http://localhost:8000/v1``. The endpoint's API key, if it needs one,
 comes from the ``SHOPBENCH_OPENAI_API_KEY`` (else ``OPENAI_API_KEY``) environment variable.
+Local weights are ``hf:PATH`` with PATH a transformers model directory
+(:mod:`shopbench.agents.local`; torch is imported only when such a policy is made).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from itertools import chain, zip_longest
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from shopbench.agents.local.config import HF_PREFIX, check_model_dir, model_path
 from shopbench.agents.reference import (
     CarefulPolicy,
     CarefulTersePolicy,
@@ -69,7 +72,7 @@ class PolicySpecError(ShopbenchError):
 
 def policy_choices() -> str:
     """The policy specs :func:`make_policy` accepts, as a help text lists them."""
-    return f"{', '.join(POLICY_NAMES)}, or openai:MODEL@URL"
+    return f"{', '.join(POLICY_NAMES)}, openai:MODEL@URL, or hf:PATH (a local model directory)"
 
 
 def honesty(spec: str) -> bool | None:
@@ -109,6 +112,8 @@ def check_spec(spec: str) -> None:
     name = spec.strip()
     if name.startswith(OPENAI_PREFIX):
         parse_openai_spec(name)
+    elif name.startswith(HF_PREFIX):
+        check_model_dir(model_path(name))
     elif name not in REFERENCE_POLICIES:
         raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
 
@@ -120,9 +125,19 @@ def make_policy(
 
     ``offline`` needs the `catalog` (it solves tasks on its own copy). `openai_options`
     are :class:`~shopbench.agents.openai_policy.OpenAIPolicyConfig` fields (temperature,
-    retries, timeouts, ...) for ``openai:`` specs. PolicySpecError lists the known names.
+    retries, timeouts, ...) for ``openai:`` specs, and
+    :class:`~shopbench.agents.local.config.HFPolicyConfig` fields (max_new_tokens,
+    temperature, chat_template_kwargs, ...) for ``hf:`` specs, whose sampling seed is `seed`.
+    PolicySpecError lists the known names; LocalModelError says what a model directory lacks.
     """
     name = spec.strip()
+    if name.startswith(HF_PREFIX):
+        from shopbench.agents.local.config import HFPolicyConfig
+        from shopbench.agents.local.policy import HFPolicy
+
+        path = model_path(name)
+        check_model_dir(path)
+        return HFPolicy(HFPolicyConfig(path=path, **{"seed": seed, **openai_options}))
     if name.startswith(OPENAI_PREFIX):
         from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
         from shopbench.openai_compat.keys import api_key_from_env

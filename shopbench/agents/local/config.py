@@ -1,0 +1,103 @@
+"""How a local model plays: :class:`HFPolicyConfig`, and the checks of a model directory.
+
+Nothing here imports torch or transformers, so a spec can be checked (``hf:PATH`` names a
+directory with a config, weights and a chat template) before anything heavy is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.errors import ShopbenchError
+
+HF_PREFIX = "hf:"
+"""The prefix of a local-weights policy spec: ``hf:PATH`` with PATH a model directory."""
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+"""The files of a model directory that hold its weights."""
+
+
+class LocalModelError(ShopbenchError):
+    """A local model directory cannot be played: missing, no weights, no chat template."""
+
+
+class HFPolicyConfig(BaseModel):
+    """How a local model directory is loaded, prompted and decoded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path = Field(description="model directory (config.json, weights, tokenizer)")
+    max_new_tokens: int = Field(default=512, ge=1, description="tokens generated per turn")
+    temperature: float = Field(
+        default=0.0, ge=0, description="sampling temperature; 0 decodes greedily"
+    )
+    top_p: float = Field(default=1.0, gt=0, le=1, description="nucleus sampling mass")
+    seed: int = Field(default=0, description="seed of the sampled decoding")
+    max_batch: int = Field(
+        default=8, ge=1, description="turns of concurrent episodes generated in one call"
+    )
+    batch_wait_ms: float = Field(
+        default=20.0, ge=0,
+        description="how long the first pending turn waits for others to join its batch",
+    )  # fmt: skip
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        default="float32", description="dtype the weights are loaded in"
+    )
+    threads: int | None = Field(
+        default=None, ge=1, description="torch CPU threads; None leaves torch's setting"
+    )
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="extra arguments of the chat template, e.g. {\"enable_thinking\": false}",
+    )
+
+    @property
+    def sampled(self) -> bool:
+        """Whether turns are sampled (temperature above 0) rather than decoded greedily."""
+        return self.temperature > 0
+
+
+def model_path(spec: str) -> Path:
+    """The directory of ``hf:PATH``; LocalModelError when the spec has no path."""
+    body = spec.strip()[len(HF_PREFIX) :] if spec.strip().startswith(HF_PREFIX) else spec
+    if not body.strip():
+        raise LocalModelError("hf: needs a model directory, e.g. hf:runs/tuned/final")
+    return Path(body.strip()).expanduser()
+
+
+def check_model_dir(path: Path) -> None:
+    """Raise LocalModelError unless `path` is a model directory a policy can play: a
+    ``config.json``, weights (safetensors or a PyTorch bin) and a tokenizer with a chat
+    template (in ``tokenizer_config.json`` or ``chat_template.jinja``)."""
+    if not path.is_dir():
+        raise LocalModelError(f"{path}: no such model directory")
+    if not (path / "config.json").is_file():
+        raise LocalModelError(f"{path}: no config.json; not a transformers model directory")
+    if not any(any(path.glob(p)) for p in WEIGHT_PATTERNS):
+        raise LocalModelError(
+            f"{path}: no weights (*.safetensors or pytorch_model*.bin); save the model with "
+            "save_pretrained"
+        )
+    if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
+        raise LocalModelError(f"{path}: no tokenizer (tokenizer.json, tokenizer_config.json)")
+    if not _has_chat_template(path):
+        raise LocalModelError(
+            f"{path}: the tokenizer has no chat template (chat_template.jinja or "
+            "tokenizer_config.json's chat_template); the policy renders turns with it"
+        )
+
+
+def _has_chat_template(path: Path) -> bool:
+    if (path / "chat_template.jinja").is_file() or (path / "chat_template.json").is_file():
+        return True
+    config = path / "tokenizer_config.json"
+    if not config.is_file():
+        return False
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise LocalModelError(f"{config}: unreadable ({e})") from None
+    return bool(isinstance(data, dict) and data.get("chat_template"))

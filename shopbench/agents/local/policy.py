@@ -1,0 +1,76 @@
+""":class:`HFPolicy`: an agent whose turns a local model generates (``hf:PATH``).
+
+Every policy over one model directory shares one loaded engine (:func:`shared_engine`) and,
+on each event loop, one :class:`~shopbench.agents.local.batcher.Batcher`, so the episodes an
+evaluation runs at once — its K samples included — are generated together. A sampled turn's
+seed is derived from the policy's seed and the prompt, so a rerun draws the same tokens
+whatever the batches were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import weakref
+from typing import Any
+
+from shopbench.agents.local.batcher import Batcher
+from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
+from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
+from shopbench.agents.local.parse import parse_generation
+from shopbench.chat import AssistantMessage, ChatMessage
+
+_BATCHERS: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[int, Batcher]
+] = weakref.WeakKeyDictionary()
+
+
+def turn_seed(seed: int, prompt: tuple[int, ...]) -> int:
+    """The sampling seed of one turn: a function of the policy's seed and the prompt."""
+    h = hashlib.sha256(f"{seed}:".encode() + b",".join(str(t).encode() for t in prompt))
+    return int.from_bytes(h.digest()[:8], "big") >> 1
+
+
+class HFPolicy:
+    """An agent over a local model directory, played with transformers."""
+
+    def __init__(self, config: HFPolicyConfig, *, engine: HFEngine | None = None) -> None:
+        self.config = config
+        self.name = f"hf:{config.path}"
+        self.engine = engine or shared_engine(config)
+
+    def batcher(self) -> Batcher:
+        """The batcher of this engine on the running event loop."""
+        per_loop = _BATCHERS.setdefault(asyncio.get_running_loop(), {})
+        found = per_loop.get(id(self.engine))
+        if found is None or found.engine is not self.engine:
+            found = per_loop[id(self.engine)] = Batcher(
+                self.engine,
+                max_batch=self.config.max_batch,
+                wait_s=self.config.batch_wait_ms / 1000.0,
+            )
+        return found
+
+    async def act(
+        self, messages: list[ChatMessage], tools: list[dict[str, Any]]
+    ) -> AssistantMessage:
+        """Generate the next turn and read it as an assistant message.
+
+        LocalModelError when the conversation no longer fits the model's context (the loop
+        records it as the policy's failure)."""
+        prompt = self.engine.encode(messages, tools, self.config.chat_template_kwargs)
+        room = self.engine.max_positions - len(prompt)
+        if room < 1:
+            raise LocalModelError(
+                f"the conversation is {len(prompt)} tokens; the model reads at most "
+                f"{self.engine.max_positions}"
+            )
+        request = GenRequest(
+            prompt=prompt,
+            max_new_tokens=min(self.config.max_new_tokens, room),
+            temperature=self.config.temperature,
+            top_p=self.config.top_p,
+            seed=turn_seed(self.config.seed, prompt),
+        )
+        result = await self.batcher().generate(request)
+        return parse_generation(result.text)

@@ -1,0 +1,240 @@
+"""The ``hf:PATH`` policy: reading generations, rendering prompts, batching, whole episodes.
+
+The models are tiny Qwen3s built in the test (tests/local_model.py): one random, one taught
+to end every first turn with a fixed reply, whose 16-token attention window makes a few
+seconds of training on prompt tails exact for whole prompts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from local_model import tiny_engine, train_to_say
+
+from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
+from shopbench.agents.local.engine import GenRequest, HFEngine
+from shopbench.agents.local.parse import parse_generation
+from shopbench.agents.local.policy import HFPolicy
+from shopbench.agents.local.render import template_messages
+from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
+from shopbench.chat import ChatMessage, FunctionCall, ToolCall
+from shopbench.cli import main
+from shopbench.env.env import ShoppingEnv
+from shopbench.tasks.io import write_tasks
+from shopbench.tasks.model import Task
+from shopbench.trajectory.record import TerminationReason, Trajectory
+
+REPLY = (
+    "<think>\nNothing here fits, so I stop.\n</think>\n\n<tool_call>\n"
+    '{"name": "terminate", "arguments": {"status": "failure"}}\n</tool_call>'
+)
+
+
+@pytest.fixture(scope="module")
+def tasks(catalog_dir: Path) -> list[Task]:
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    cfg = BuildConfig(catalog=catalog_dir, intents=["product", "shop", "voucher"], n=2, seed=8)
+    return build_tasks(cfg).tasks
+
+
+def _first_turn(env: ShoppingEnv, task: Task) -> tuple[list[ChatMessage], list[dict]]:
+    episode = env.new_episode(task)
+    messages = [
+        ChatMessage(role="system", content=episode.system_prompt),
+        ChatMessage(role="user", content=task.query),
+    ]
+    return messages, episode.tools
+
+
+@pytest.fixture(scope="module")
+def texts(env: ShoppingEnv, tasks: list[Task]) -> list[str]:
+    messages, tools = _first_turn(env, tasks[0])
+    return [messages[0].content or "", json.dumps(tools), REPLY, *(t.query for t in tasks)]
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory: pytest.TempPathFactory, texts: list[str]) -> HFEngine:
+    return tiny_engine(tmp_path_factory.mktemp("random") / "m", texts, seed=3)
+
+
+@pytest.fixture(scope="module")
+def taught_model(
+    tmp_path_factory: pytest.TempPathFactory, texts: list[str], env: ShoppingEnv,
+    tasks: list[Task],
+) -> Path:
+    path = tmp_path_factory.mktemp("taught") / "m"
+    engine = tiny_engine(path, texts, hidden_size=64, sliding_window=16)
+    prompts = [engine.encode(*_first_turn(env, t)) for t in tasks[:4]]
+    train_to_say(path, prompts, REPLY, steps=60, context=40)
+    return path
+
+
+# -- reading a generation ------------------------------------------------------------------
+
+
+def test_reasoning_and_hermes_calls_are_read_into_the_message() -> None:
+    m = parse_generation(
+        '<think>\nfirst look\n</think>\n\nSearching.\n<tool_call>\n{"name": "find_product", '
+        '"arguments": {"q": "blue shirt"}}\n</tool_call>\n<tool_call>{"name": "terminate", '
+        '"arguments": {"status": "failure"}}</tool_call>'
+    )
+    assert m.reasoning_content == "first look" and m.content == "Searching."
+    assert [c.function.name for c in m.tool_calls or []] == ["find_product", "terminate"]
+    assert json.loads(m.tool_calls[0].function.arguments) == {"q": "blue shirt"}
+
+
+def test_cut_and_malformed_generations_stay_readable_failures() -> None:
+    cut_in_thought = parse_generation("<think>\nI should search for")
+    assert cut_in_thought.reasoning_content == "I should search for"
+    assert cut_in_thought.tool_calls is None
+    # A call whose closing tag the token limit took still runs; a broken one is kept as a
+    # call the environment refuses, never dropped.
+    whole = parse_generation('<tool_call>\n{"name": "terminate", "arguments": {"status": "x"}}')
+    assert whole.tool_calls and whole.tool_calls[0].function.name == "terminate"
+    broken = parse_generation('<tool_call>\n{"name": "find_product", "argu')
+    assert broken.tool_calls and broken.tool_calls[0].function.name == ""
+    assert parse_generation("I think the blue one.").tool_calls is None
+
+
+# -- the prompt ----------------------------------------------------------------------------
+
+
+def test_the_prompt_carries_the_tools_and_earlier_calls(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    messages, tools = _first_turn(env, tasks[0])
+    call = ToolCall(id="c1", function=FunctionCall(name="find_product", arguments='{"q": "tee"}'))
+    messages += [
+        ChatMessage(role="assistant", reasoning_content="look first", tool_calls=[call]),
+        ChatMessage(role="tool", tool_call_id="c1", name="find_product", content="3 results"),
+    ]
+    text = random_model.tokenizer.decode(random_model.encode(messages, tools))
+    assert '"name": "recommend_product"' in text  # the schemas, from Qwen3's template
+    assert '<tool_call>\n{"name": "find_product", "arguments": {"q": "tee"}}' in text
+    assert "<tool_response>\n3 results\n</tool_response>" in text
+    assert text.endswith("<|im_start|>assistant\n")
+    # A template that knows no tools gets them in the hermes form, in the system message.
+    plain = template_messages(messages, tools, native=False)
+    assert "<tools>" in plain[0]["content"] and "recommend_product" in plain[0]["content"]
+    assert "<think>\nlook first\n</think>" in plain[2]["content"]
+    assert '<tool_call>\n{"name": "find_product"' in plain[2]["content"]
+
+
+# -- batching ------------------------------------------------------------------------------
+
+
+def test_batched_greedy_generation_equals_one_at_a_time(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    prompts = [random_model.encode(*_first_turn(env, t)) for t in tasks[:4]]
+    assert len({len(p) for p in prompts}) > 1  # the batch really is padded
+    alone = [random_model.generate([GenRequest(p, max_new_tokens=12)])[0] for p in prompts]
+    together = random_model.generate([GenRequest(p, max_new_tokens=12) for p in prompts])
+    assert [r.text for r in together] == [r.text for r in alone]
+    assert all(r.new_tokens >= 1 for r in together)
+
+
+def test_concurrent_turns_share_a_generate_call(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    policy = HFPolicy(
+        HFPolicyConfig(path=random_model.path, max_new_tokens=6), engine=random_model
+    )
+    turns = [_first_turn(env, t) for t in tasks[:4]]
+
+    async def play() -> list:
+        replies = await asyncio.gather(*(policy.act(m, t) for m, t in turns))
+        return [replies, policy.batcher().batch_sizes]
+
+    together, sizes = asyncio.run(play())
+    assert sizes == [4]
+    alone = [asyncio.run(policy.act(m, t)) for m, t in turns]
+    assert together == alone
+
+
+def test_sampling_is_seeded_and_independent_of_the_batch(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    prompts = [random_model.encode(*_first_turn(env, t)) for t in tasks[:3]]
+
+    def sample(seed: int, batch: list) -> str:
+        row = GenRequest(prompts[0], max_new_tokens=12, temperature=1.0, seed=seed)
+        return random_model.generate([row, *batch])[0].text
+
+    greedy_neighbours = [GenRequest(p, max_new_tokens=4) for p in prompts[1:]]
+    assert sample(5, []) == sample(5, greedy_neighbours)
+    assert len({sample(s, []) for s in range(4)}) > 1
+    greedy = random_model.generate([GenRequest(prompts[0], max_new_tokens=12)])[0].text
+    assert sample(5, []) != greedy
+
+
+# -- the spec and its errors ---------------------------------------------------------------
+
+
+def test_model_directories_without_weights_or_template_are_refused(
+    random_model: HFEngine, tmp_path: Path
+) -> None:
+    with pytest.raises(LocalModelError, match="no such model directory"):
+        check_spec(f"hf:{tmp_path / 'nowhere'}")
+    no_weights = tmp_path / "no_weights"
+    shutil.copytree(random_model.path, no_weights)
+    for f in no_weights.glob("*.safetensors"):
+        f.unlink()
+    with pytest.raises(LocalModelError, match="no weights"):
+        make_policy(f"hf:{no_weights}")
+    no_template = tmp_path / "no_template"
+    shutil.copytree(random_model.path, no_template)
+    (no_template / "chat_template.jinja").unlink(missing_ok=True)
+    config = json.loads((no_template / "tokenizer_config.json").read_text())
+    config.pop("chat_template", None)
+    (no_template / "tokenizer_config.json").write_text(json.dumps(config))
+    with pytest.raises(LocalModelError, match="no chat template"):
+        check_spec(f"hf:{no_template}")
+    with pytest.raises(LocalModelError, match="needs a model directory"):
+        check_spec("hf:")
+    with pytest.raises(PolicySpecError, match="hf:PATH"):
+        check_spec("nonsense")
+
+
+# -- whole episodes ------------------------------------------------------------------------
+
+
+def test_an_episode_runs_through_shopbench_eval(
+    taught_model: Path, catalog_dir: Path, tasks: list[Task], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    task_file = tmp_path / "tasks.jsonl"
+    write_tasks(task_file, tasks)
+    out = tmp_path / "run"
+    main([
+        "eval", "--catalog", str(catalog_dir), "--tasks", str(task_file),
+        "--policy", f"hf:{taught_model}", "--out", str(out), "--quiet",
+    ])  # fmt: skip
+    assert f"hf:{taught_model}: ASR 0.000" in capsys.readouterr().out
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    trajectories = [Trajectory.model_validate_json(x) for x in lines]
+    assert len(trajectories) == len(tasks)  # two of them never seen in training
+    for t in trajectories:
+        assert t.termination is TerminationReason.terminated and t.turns == 1
+        assert t.agent == f"hf:{taught_model}"
+        reply = t.messages[2]
+        assert reply.reasoning_content == "Nothing here fits, so I stop."
+        assert [c.function.name for c in reply.tool_calls or []] == ["terminate"]
+        assert t.tool_log[0].error is None and not t.failures
+
+
+def test_a_bad_model_path_is_one_line_from_the_cli(
+    catalog_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main([
+            "eval", "--catalog", str(catalog_dir), "--tasks", str(tmp_path / "t.jsonl"),
+            "--policy", f"hf:{tmp_path / 'none'}", "--out", str(tmp_path / "o"),
+        ])  # fmt: skip
+    assert e.value.code == 2
+    assert "no such model directory" in capsys.readouterr().err
