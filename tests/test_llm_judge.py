@@ -128,11 +128,31 @@ def test_the_request_asks_for_a_schema_reasoned_judgement_at_temperature_zero(
         assert f"#{n} turn {entry.turn}: <agent-" in user and entry.name in user
 
     assert verdict.score == 0.9 and verdict.stopped_at is None
-    assert verdict.judge_id == f"llm-judge/1+{MODEL}@{REVISION[:12]}+prompt/v1+rubric/1"
+    assert verdict.judge_id == f"llm-judge/2+{MODEL}@{REVISION[:12]}+prompt/v2+rubric/2"
     assert [c.name for c in verdict.criteria] == NAMES
     assert verdict.criterion("real_output").evidence == "Judged real_output from the tool log " \
         "and the turns."
     assert server.model_list_requests == 1
+
+
+def test_the_prompt_gives_the_validators_facts_on_decisions_and_claims(
+    server: FakeJudgeServer, episodes: dict[str, list[Trajectory]]
+) -> None:
+    t = episodes["narrator"][0]
+    assess(judge_for(server), t)
+    [body] = server.chats()
+    system, user = (m["content"] for m in body["messages"])
+    assert "VALIDATOR FACTS were computed by the validator" in system
+    facts = user.split("VALIDATOR FACTS", 1)[1].split("TOOL LOG", 1)[0]
+    ev = RubricJudge(RUBRIC).evidence(t)
+    assert ev.decisions is not None and ev.decisions.slots
+    slot = ev.decisions.slots[0]
+    assert f"recommended {slot.pick}; it meets {slot.pick_hits} of {slot.visible}" in facts
+    for claim in ev.decisions.claims:
+        assert f"{claim.said!r} is {claim.verdict}" in facts
+    # The hidden target title is the grader's alone: the facts never show it.
+    target = next(h.expected for h in t.outcome.slots[0].constraints if h.kind == "title")
+    assert target not in facts
 
 
 @pytest.mark.parametrize(
@@ -334,7 +354,7 @@ def test_the_ensemble_takes_the_median_of_its_members(
     assert v.score == 0.7 and v.stopped_at == "compared_candidates"  # m-mid's criteria
     assert v.signals["member0_score"] == 0.9 and v.signals["member2_score"] == 0.1
     assert v.rationale.startswith("median of 3 members (0.9, 0.7, 0.1) = 0.7; member 1:")
-    assert v.judge_id.startswith("llm-judge/1+m-high|m-low|m-mid+prompt/v1")
+    assert v.judge_id.startswith("llm-judge/2+m-high|m-low|m-mid+prompt/v2")
 
     server.plan("m-low", "503", "503", "503")
     v = assess(judge_for(server, "m-high", "m-mid", "m-low"), episodes["careful"][1])
@@ -501,11 +521,11 @@ def test_the_release_pins_the_model_unless_overridden(server: FakeJudgeServer) -
                        "'Qwen/Qwen3-32B'"):
         make_llm_judge("openai:tiny@http://127.0.0.1:9/v1")
     judge = make_llm_judge("openai:tiny@http://127.0.0.1:9/v1", override=True)
-    assert judge.judge_id == "llm-judge/1+tiny+prompt/v1+rubric/1"
-    with pytest.raises(JudgeSpecError, match="reads rubric version '2'; the rubric given is "
-                       "version '1'"):
+    assert judge.judge_id == "llm-judge/2+tiny+prompt/v2+rubric/2"
+    with pytest.raises(JudgeSpecError, match="reads rubric version '3'; the rubric given is "
+                       "version '2'"):
         LLMJudge(LLMJudgeConfig(endpoints=[Endpoint(base_url=server.url, model=MODEL)],
-                                release=RELEASE.model_copy(update={"rubric_version": "2"})))
+                                release=RELEASE.model_copy(update={"rubric_version": "3"})))
 
 
 def test_judge_specs_parse_and_bad_ones_are_named() -> None:
@@ -605,10 +625,10 @@ def test_combine_records_both_judges() -> None:
                                          [hit("1000000001", "Steel Water Bottle", 100.0)])]),
     ])
     base = rubric.judge(raw)
-    llm = base.model_copy(update={"score": 0.0, "judge_id": "llm-judge/1+m", "rationale": "no"})
+    llm = base.model_copy(update={"score": 0.0, "judge_id": "llm-judge/2+m", "rationale": "no"})
     v = combine(base, llm)
     assert v.score == round(base.score / 2, 6)
-    assert v.judge_id == f"{base.judge_id}+llm-judge/1+m+llm-lower/1"
+    assert v.judge_id == f"{base.judge_id}+llm-judge/2+m+llm-lower/1"
     assert v.signals["rubric_score"] == base.score and v.signals["llm_fallback"] == 0.0
 
 

@@ -32,8 +32,8 @@ from shopbench.trajectory.record import Trajectory
 
 GATES = [
     "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",
-    "viewed_recommended", "reasoning_matches_calls", "cites_observed_specifics",
-    "compared_candidates",
+    "viewed_recommended", "claims_supported", "reasoning_matches_calls",
+    "decision_follows_constraints", "cites_observed_specifics", "compared_candidates",
 ]
 
 
@@ -59,8 +59,8 @@ def test_careful_agent_passes_every_gate(careful: list[Trajectory], judge: Rubri
         assert v.score == 0.9, v.rationale
         assert list(v.gates) == GATES and all(v.gates.values())
         assert v.stopped_at is None and v.notes == []
-        assert v.judge_id == "rubric-judge/1+rubric/1"
-        assert (v.judge_version, v.rubric_version) == ("1", "1")
+        assert v.judge_id == "rubric-judge/2+rubric/2"
+        assert (v.judge_version, v.rubric_version) == ("2", "2")
         assert v.signals["ids_fabricated"] == 0 and v.signals["prices_cited"] > 0
 
 
@@ -86,7 +86,10 @@ def test_narrators_reasoning_does_not_drive_their_calls(
     env: ShoppingEnv, tasks: list[Any], judge: RubricJudge, agent: Any
 ) -> None:
     for v in map(judge.judge, play(env, tasks, agent)):
-        assert v.stopped_at == "reasoning_matches_calls" and v.score == 0.3, v.rationale
+        # Their calls mismatch their words, and they claim success for a product missing a
+        # requirement they were shown: either gate stops them at 0.3.
+        assert not v.gates["reasoning_matches_calls"] and v.score == 0.3, v.rationale
+        assert v.stopped_at in ("claims_supported", "reasoning_matches_calls")
         assert v.signals["call_text_match"] < 0.75
 
 
@@ -253,4 +256,4 @@ def test_rubric_files_are_checked(tmp_path: Path) -> None:
     with pytest.raises(JudgeError, match="allowed: rubric"):
         make_judge("llm")
     j = make_judge("rubric")
-    assert isinstance(j, Judge) and (j.id, j.version) == ("rubric", "1")
+    assert isinstance(j, Judge) and (j.id, j.version) == ("rubric", "2")

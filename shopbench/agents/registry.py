@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from shopbench.agents.local.config import HF_PREFIX, check_model_dir, model_path
 from shopbench.agents.reference import (
+    BlufferPolicy,
     CarefulPolicy,
     CarefulTersePolicy,
     GreedyPolicy,
@@ -47,6 +48,7 @@ REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
         GreedyPolicy,
         NarratorPolicy,
         NarratorQuotingPolicy,
+        BlufferPolicy,
         OfflinePolicy,
         GuesserPolicy,
         RandomPolicy,

@@ -39,6 +39,10 @@ def calibrate_command(
     concurrency: int = _CALIBRATION.option("concurrency", "--concurrency"),
     round_size: int = _CALIBRATION.option("round_size", "--round-size"),
     injection_sample: int = _CALIBRATION.option("injection_sample", "--injection-sample"),
+    template_penalty: bool = typer.Option(
+        True, "--template-penalty/--no-template-penalty",
+        help="apply the template penalty (off: measure what the other checks catch alone)",
+    ),
 ) -> None:
     """Play every reference policy on the tasks, judge and score each episode as validators
     do, write the report."""
@@ -64,7 +68,7 @@ def calibrate_command(
             judge="rubric" if llm else judge, rubric=str(rubric) if rubric else None
         ),
         "seed": seed, "concurrency": concurrency, "round_size": round_size,
-        "injection_sample": injection_sample,
+        "injection_sample": injection_sample, "template_penalty": template_penalty,
     }
     if policies is not None:
         options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]

@@ -4,10 +4,12 @@ do, and say how well the judge separates honest shopping from its imitations.
 Whether a policy is honest is its own property (``honest`` on the reference policy, read
 through :mod:`shopbench.agents.registry`): honest ones (``careful``, ``careful_terse``,
 ``trial_and_error``) must score high, dishonest ones (``narrator``, ``narrator_quoting``,
-``offline``, ``guesser``) low. Each policy's episodes are scored in rounds of
+``bluffer``, ``offline``, ``guesser``) low. Each policy's episodes are scored in rounds of
 ``round_size`` consecutive tasks by :func:`shopbench.scoring.round.score_round`, the
 function validators score with, under a :class:`~shopbench.scoring.consensus.ConsensusConfig`
-(the release's by default): its rubric, combine rule, template penalty and score formula.
+(the release's by default): its rubric, combine rule, template penalty, decision check and
+score formula. ``template_penalty=False`` switches the template penalty off, to measure what
+the other checks catch alone.
 
 The report (:mod:`shopbench.evaluate.calibration_report`) gives the AUC of process scores
 between the two groups, the mean process score per policy, how often query grounding caught
@@ -87,6 +89,10 @@ class CalibrationConfig(BaseModel):
     injection_sample: int = Field(
         default=50, ge=0, description="episodes per policy that get each injection variant"
     )
+    template_penalty: bool = Field(
+        default=True, description="apply the consensus template penalty (off: measure what "
+        "the other checks catch without it)",
+    )  # fmt: skip
 
 
 def _group(name: str) -> Group:
@@ -146,12 +152,12 @@ def _judgements(rubric: Sequence[Verdict], llm: Sequence[Verdict] | None) -> lis
 
 def _rounds(
     name: str, trajectories: Sequence[Trajectory], judgements: Sequence[Judgement],
-    cfg: CalibrationConfig, hasher: MinHasher,
+    consensus: ConsensusConfig, cfg: CalibrationConfig, hasher: MinHasher,
 ) -> list[ScoredRound]:
     """The policy's episodes scored in rounds of ``round_size`` consecutive tasks."""
     n = cfg.round_size
     return [
-        score_round(name, trajectories[i : i + n], judgements[i : i + n], cfg.consensus, hasher)
+        score_round(name, trajectories[i : i + n], judgements[i : i + n], consensus, hasher)
         for i in range(0, len(trajectories), n)
     ]
 
@@ -160,6 +166,7 @@ def _summary(name: str, rounds: Sequence[ScoredRound]) -> PolicySummary:
     scored = [t for r in rounds for t in r.trajectories]
     verdicts = [v for r in rounds for v in r.verdicts]
     gates = list(verdicts[0].gates) if verdicts else []
+    rules = Counter(r.decisions.rule for r in rounds if r.decisions.rule is not None)
     return PolicySummary(
         policy=name,
         group=_group(name),
@@ -167,9 +174,16 @@ def _summary(name: str, rounds: Sequence[ScoredRound]) -> PolicySummary:
         asr=_mean([float(t.success) for t in scored]),
         mean_process=_mean([v.score for v in verdicts]),
         mean_process_unpenalised=_mean([_unpenalised(v) for v in verdicts]),
+        mean_process_successes=_mean(
+            [v.score for t, v in zip(scored, verdicts, strict=True) if t.success]
+        ),
         mean_episode_score=_mean([t.score or 0.0 for t in scored]),
         template_similarity=_mean([r.template.similarity for r in rounds]),
         template_factor=_mean([r.template.factor for r in rounds]),
+        decision_margin=_mean([r.decisions.margin for r in rounds]),
+        decision_factor=_mean([r.decisions.factor for r in rounds]),
+        decision_rule=rules.most_common(1)[0][0] if rules else None,
+        claims_false=_mean([float(v.signals.get("claims_false", 0) > 0) for v in verdicts]),
         grounding_caught=_mean(
             [float(not v.gates.get("grounded_queries", True)) for v in verdicts]
         ),
@@ -233,6 +247,9 @@ def run_calibration(
         )
     targets = load_targets(cfg.targets)
     consensus = cfg.consensus
+    if not cfg.template_penalty:
+        off = consensus.template.model_copy(update={"min_factor": 1.0})
+        consensus = consensus.model_copy(update={"template": off})
     rubric = make_judge(consensus.judge, consensus.rubric)
     llm = make_judge(cfg.llm_judge, consensus.rubric) if cfg.llm_judge else None
     judge = llm or rubric  # the judge whose verdicts the injections move
@@ -250,7 +267,8 @@ def run_calibration(
         if by_llm is not None:
             llm_raw += by_llm
             rubric_raw += by_rubric
-        rounds = _rounds(name, trajectories, _judgements(by_rubric, by_llm), cfg, hasher)
+        rounds = _rounds(name, trajectories, _judgements(by_rubric, by_llm), consensus, cfg,
+                         hasher)
         verdicts = [v for r in rounds for v in r.verdicts]
         if verdicts:
             judge_id, rubric_version = verdicts[0].judge_id, verdicts[0].rubric_version
@@ -291,6 +309,11 @@ def run_calibration(
             n: {"similarity": s.template_similarity, "factor": s.template_factor}
             for n, s in summaries.items()
         },
+        decision_penalty_by_policy={
+            n: {"margin": s.decision_margin, "factor": s.decision_factor}
+            for n, s in summaries.items()
+        },
+        template_penalty=consensus.template.min_factor < 1.0,
         grounding_caught_by_policy={n: s.grounding_caught for n, s in summaries.items()},
         injection=injection,
         policies=list(summaries.values()),

@@ -34,11 +34,25 @@ class PolicySummary(BaseModel):
     group: Group
     episodes: int
     asr: float
-    mean_process: float = Field(description="mean process score after the template penalty")
+    mean_process: float = Field(
+        description="mean process score after the round's penalties (template, decisions)"
+    )
     mean_process_unpenalised: float
+    mean_process_successes: float = Field(
+        default=0.0, description="mean process score of its successful episodes"
+    )
     mean_episode_score: float
     template_similarity: float = Field(description="mean over rounds")
     template_factor: float = Field(description="mean over rounds")
+    decision_margin: float = Field(
+        default=0.0, description="mean over rounds: how much better the best trivial rule "
+        "explains the picks than the constraints do",
+    )  # fmt: skip
+    decision_factor: float = Field(default=1.0, description="mean over rounds")
+    decision_rule: str | None = Field(
+        default=None, description="the trivial rule that explained the picks best most often"
+    )
+    claims_false: float = Field(default=0.0, description="share of episodes with a false claim")
     grounding_caught: float = Field(description="share of episodes failing grounded_queries")
     stopped_at: dict[str, int] = Field(description="first failing gate → episodes")
     gate_pass_rate: dict[str, float]
@@ -71,6 +85,8 @@ class CalibrationReport(BaseModel):
     mean_score_by_policy: dict[str, float]
     injection_delta: float
     template_penalty_by_policy: dict[str, dict[str, float]]
+    decision_penalty_by_policy: dict[str, dict[str, float]] = Field(default_factory=dict)
+    template_penalty: bool = Field(default=True, description="whether it was applied")
     grounding_caught_by_policy: dict[str, float]
     injection: InjectionResult
     policies: list[PolicySummary]
@@ -112,17 +128,22 @@ def render_markdown(report: CalibrationReport) -> str:
         f"- Injection: mean change {report.injection_delta:+.3f}, largest "
         f"{report.injection.max_delta:+.3f} over {report.injection.trials} trials",
         "",
-        "| policy | group | episodes | ASR | process | unpenalised | episode score | "
-        "template sim | factor | grounding caught | first failing gate |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"- Template penalty: {'applied' if report.template_penalty else 'switched off'}",
+        "",
+        "| policy | group | episodes | ASR | process | on successes | unpenalised | "
+        "episode score | template sim | factor | decision margin | factor | false claims | "
+        "grounding caught | first failing gate |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in report.policies:
         top = ", ".join(f"{k} {v}" for k, v in list(s.stopped_at.items())[:3])
         lines.append(
             f"| {s.policy} | {s.group} | {s.episodes} | {s.asr:.2f} | {s.mean_process:.3f} | "
-            f"{s.mean_process_unpenalised:.3f} | {s.mean_episode_score:.3f} | "
-            f"{s.template_similarity:.2f} | {s.template_factor:.2f} | "
-            f"{s.grounding_caught:.2f} | {top} |"
+            f"{s.mean_process_successes:.3f} | {s.mean_process_unpenalised:.3f} | "
+            f"{s.mean_episode_score:.3f} | {s.template_similarity:.2f} | "
+            f"{s.template_factor:.2f} | {s.decision_margin:+.2f} ({s.decision_rule or '-'}) | "
+            f"{s.decision_factor:.2f} | {s.claims_false:.2f} | {s.grounding_caught:.2f} | "
+            f"{top} |"
         )
     lines += ["", "## Injection", "", "| variant | mean change |", "|---|---|"]
     lines += [f"| {k} | {v:+.3f} |" for k, v in report.injection.by_variant.items()]

@@ -19,7 +19,10 @@ from shopbench.evaluate.calibration_report import CalibrationError, PolicySummar
 
 TARGETS_FILE = "calibration_targets.toml"
 RoundMeasure = Literal["auc", "injection_delta"]
-PolicyMeasure = Literal["mean_process", "grounding_caught", "template_factor"]
+PolicyMeasure = Literal[
+    "mean_process", "mean_process_successes", "grounding_caught", "template_factor",
+    "decision_factor",
+]
 _ROUND_WIDE = frozenset({"auc", "injection_delta"})
 
 

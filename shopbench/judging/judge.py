@@ -67,8 +67,13 @@ class Verdict(JudgeVerdict):
     template_factor: float = Field(
         default=1.0, ge=0, le=1, description="cross-episode template penalty applied to score"
     )
+    decision_factor: float = Field(
+        default=1.0, ge=0, le=1,
+        description="cross-episode decision penalty (picks a trivial rule explains) applied",
+    )
     unpenalised_score: float | None = Field(
-        default=None, description="the score before the template penalty; None when none applied"
+        default=None,
+        description="the score before the cross-episode penalties; None when none applied",
     )
 
     def to_record(self) -> JudgeVerdict:

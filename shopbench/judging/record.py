@@ -39,6 +39,8 @@ class JudgedRecord:
     tool_log: list[ToolLogEntry]
     notes: list[str] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)  # graded target titles, hidden answers
+    outcome: Outcome | None = None  # the grader's verdict: each graded slot's constraints
+    token_map: dict[str, str] = field(default_factory=dict)  # episode token → catalog id
 
 
 def _miner_key(uid: Any, hotkey: Any, agent: str) -> str:
@@ -61,6 +63,8 @@ def read_record(record: Trajectory | Mapping[str, Any]) -> JudgedRecord:
             messages=list(record.messages),
             tool_log=list(record.tool_log),
             secrets=secrets_of(record.outcome),
+            outcome=record.outcome,
+            token_map=record.token_map,
         )
     if not isinstance(record, Mapping):
         return JudgedRecord(
@@ -91,6 +95,8 @@ def read_record(record: Trajectory | Mapping[str, Any]) -> JudgedRecord:
         tool_log=_items(record.get("tool_log"), ToolLogEntry, "tool-log entry", notes),
         notes=notes,
         secrets=_raw_secrets(record.get("outcome")),
+        outcome=_raw_outcome(record.get("outcome")),
+        token_map=_raw_token_map(record.get("token_map")),
     )
 
 
@@ -105,11 +111,22 @@ def secrets_of(outcome: Outcome) -> list[str]:
     ]
 
 
-def _raw_secrets(raw: Any) -> list[str]:
+def _raw_outcome(raw: Any) -> Outcome | None:
     try:
-        return secrets_of(Outcome.model_validate(raw))
+        return Outcome.model_validate(raw)
     except ValidationError:
-        return []
+        return None
+
+
+def _raw_secrets(raw: Any) -> list[str]:
+    outcome = _raw_outcome(raw)
+    return secrets_of(outcome) if outcome is not None else []
+
+
+def _raw_token_map(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in raw.items() if isinstance(v, str)}
 
 
 def _items(raw: Any, model: type[M], what: str, notes: list[str]) -> list[M]:

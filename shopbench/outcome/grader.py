@@ -198,8 +198,14 @@ def grade_slot(
 
 
 def _grade_knowledge(task: GradedTask, product: Product, matcher: TitleMatcher) -> SlotGrade:
-    slot = task.reward[0]
-    key = task.knowledge_attribute or ""
+    return grade_knowledge_slot(task.reward[0], task.knowledge_attribute or "", product, matcher)
+
+
+def grade_knowledge_slot(
+    slot: Slot, key: str, product: Product, matcher: TitleMatcher | None = None
+) -> SlotGrade:
+    """Grade one product against a knowledge task's slot and its key attribute `key`."""
+    matcher = matcher or DEFAULT_MATCHER
     in_title = key.lower() in product.title.lower()
     in_desc = key.lower() in product.description.lower()
     key_hit = ConstraintHit(

@@ -1,12 +1,12 @@
 """The consensus bundle: what every validator of a release must agree on.
 
 The process judge and its rubric, the LLM judge's pins, how an LLM verdict moves the
-rubric's score, the template penalty, the episode score formula, the EMA and the weight
-curve. Validators that differ in any of them score the same episode differently and their
-weights drift apart, so the release fixes them (:class:`ConsensusConfig`'s defaults) under
-one :data:`SPEC_VERSION`, sent as the weights' ``version_key``. The subnet layer gives them
-no flag, no variable and no file key; only the local arena and calibration experiments
-build another.
+rubric's score, the template penalty, the decision check, the episode score formula, the
+EMA and the weight curve. Validators that differ in any of them score the same episode
+differently and their weights drift apart, so the release fixes them
+(:class:`ConsensusConfig`'s defaults) under one :data:`SPEC_VERSION`, sent as the weights'
+``version_key``. The subnet layer gives them no flag, no variable and no file key; only the
+local arena and calibration experiments build another.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
 from shopbench.scoring.combine import CombineRule
+from shopbench.scoring.decision_rules import DecisionConfig
 from shopbench.scoring.score import ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.scoring.weights import WeightCurve
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 """The release's consensus version, sent as the weights' ``version_key``; bumped with any
-change to a consensus parameter."""
+change to a consensus parameter (2: rubric v2 with the decision and claim checks, and the
+round's decision check)."""
 
 
 class ConsensusConfig(BaseModel):
@@ -35,6 +37,10 @@ class ConsensusConfig(BaseModel):
     score: ScoreFormula = Field(default_factory=ScoreFormula, description="episode score")
     template: TemplateConfig = Field(
         default_factory=TemplateConfig, description="cross-episode template penalty"
+    )
+    decisions: DecisionConfig = Field(
+        default_factory=DecisionConfig,
+        description="the round's decision check: picks a trivial rule explains",
     )
     curve: WeightCurve = Field(default_factory=WeightCurve, description="EMA → weights")
     ema_alpha: float = Field(

@@ -8,7 +8,11 @@ what calibration certifies, since it calls the same function:
 2. the template penalty across the miner's episodes of the round
    (:mod:`shopbench.scoring.template_penalty`): one factor for the miner, multiplied into
    every episode's process score;
-3. the episode score from the outcome and that process score by the consensus formula
+3. the decision check across the same episodes
+   (:mod:`shopbench.scoring.decision_rules`): where a trivial rule (cheapest opened, first
+   listed, ...) explains the miner's picks better than the task's constraints do, one factor
+   for the miner, multiplied in beside the template factor;
+4. the episode score from the outcome and that process score by the consensus formula
    (:func:`shopbench.scoring.score.with_judgement`), recorded on the trajectory beside its
    judge record.
 
@@ -24,6 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.judging.judge import Verdict
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.scoring.decision_rules import (
+    DecisionReport,
+    decision_report,
+    penalise_decisions,
+)
 from shopbench.scoring.score import with_judgement
 from shopbench.scoring.template_penalty import (
     MinHasher,
@@ -47,6 +56,9 @@ class ScoredRound(BaseModel):
         description="each episode's final verdict: combined, then template-penalised"
     )
     template: TemplateReport = Field(description="the miner's template similarity and factor")
+    decisions: DecisionReport = Field(
+        description="how well trivial rules explain the miner's picks, and the factor"
+    )
 
 
 def score_round(
@@ -72,8 +84,14 @@ def score_round(
         miner, [(t.task_id, reasoning_of(t)) for t in trajectories], template,
         hasher or MinHasher(template.permutations, template.seed),
     )  # fmt: skip
-    verdicts = [penalise(j.combined(consensus.combine), report.factor) for j in judgements]
+    combined = [j.combined(consensus.combine) for j in judgements]
+    decisions = decision_report(miner, combined, consensus.decisions)
+    verdicts = [
+        penalise_decisions(penalise(v, report.factor), decisions.factor) for v in combined
+    ]
     scored = [
         with_judgement(t, v, consensus.score) for t, v in zip(trajectories, verdicts, strict=True)
     ]
-    return ScoredRound(trajectories=scored, verdicts=verdicts, template=report)
+    return ScoredRound(
+        trajectories=scored, verdicts=verdicts, template=report, decisions=decisions
+    )

@@ -186,13 +186,14 @@ def template_reports(
 
 
 def penalise(verdict: Verdict, factor: float) -> Verdict:
-    """`verdict` with its score multiplied by `factor` (the unpenalised score kept)."""
+    """`verdict` with its score multiplied by `factor` (and by any decision factor already
+    applied; the unpenalised score kept)."""
     if not 0.0 <= factor <= 1.0:
         raise ValueError(f"a template factor is in [0, 1], got {factor}")
     base = verdict.unpenalised_score if verdict.unpenalised_score is not None else verdict.score
     return verdict.model_copy(
         update={
-            "score": round(base * factor, 6),
+            "score": round(base * factor * verdict.decision_factor, 6),
             "template_factor": factor,
             "unpenalised_score": base,
         }

@@ -2,11 +2,13 @@
 
 Honest ones (``careful``, ``careful_terse``, ``trial_and_error``), lazy ones (``greedy``),
 narrators whose reasoning does not drive their calls (``narrator``, ``narrator_quoting``), a
-cheat that solves tasks offline with the catalog in hand (``offline``), and agents that never
-succeed (``guesser``, ``random``). All see only the messages and the tool schemas, and are
-deterministic for a seed.
+bluffer that shops on the surface and recommends the cheapest product it opened while claiming
+every requirement holds (``bluffer``), a cheat that solves tasks offline with the catalog in
+hand (``offline``), and agents that never succeed (``guesser``, ``random``). All see only the
+messages and the tool schemas, and are deterministic for a seed.
 """
 
+from shopbench.agents.reference.bluffer import BlufferPolicy
 from shopbench.agents.reference.careful import CarefulPolicy, CarefulTersePolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
@@ -16,6 +18,7 @@ from shopbench.agents.reference.script import ScriptedPolicy
 from shopbench.agents.reference.trial import TrialAndErrorPolicy
 
 __all__ = [
+    "BlufferPolicy",
     "CarefulPolicy",
     "CarefulTersePolicy",
     "GreedyPolicy",

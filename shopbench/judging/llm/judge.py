@@ -27,13 +27,14 @@ from shopbench.judging.llm.client import Failure, JudgeClient, Sleep
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
 from shopbench.judging.llm.ensemble import Member, median_verdict, score_judgement
 from shopbench.judging.llm.errors import JudgeSpecError, JudgeUnavailable
+from shopbench.judging.llm.facts import facts_text
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.llm.identity import IdentityCheck, check_identity, served_models
 from shopbench.judging.llm.render import Prompt, Renderer
 from shopbench.judging.llm.reply import read_completion, read_reply, response_format
 from shopbench.judging.llm.view import build_view
 from shopbench.judging.record import read_record
-from shopbench.judging.rubric.judge import Rubric, load_rubric
+from shopbench.judging.rubric.judge import Rubric, RubricJudge, load_rubric
 from shopbench.trajectory.record import Trajectory
 
 log = logging.getLogger("shopbench.judging.llm")
@@ -86,6 +87,7 @@ class LLMJudge:
         self._client = JudgeClient(config, sleep)
         self._cache: VerdictCache = cache if cache is not None else MemoryCache()
         self._fallback = fallback
+        self._facts: RubricJudge | None = None
         self._clock = clock
         self._identity: dict[str, tuple[float, IdentityCheck]] = {}
         self._sems: dict[str, asyncio.Semaphore] = {}
@@ -130,6 +132,12 @@ class LLMJudge:
 
         return list(await asyncio.gather(*(one(t) for t in trajectories)))
 
+    def facts_judge(self) -> RubricJudge:
+        """The rubric judge whose evidence gives the prompt its validator facts."""
+        if self._facts is None:
+            self._facts = RubricJudge(self.rubric)
+        return self._facts
+
     def fallback_judge(self) -> Judge:
         """The judge whose verdict stands in when the LLM cannot answer (the rubric)."""
         if self._fallback is None:
@@ -157,7 +165,8 @@ class LLMJudge:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        prompt = self.renderer.render(view, record.notes)
+        facts = facts_text(self.facts_judge().evidence(trajectory).decisions)
+        prompt = self.renderer.render(view, record.notes, facts)
         try:
             verdict = await asyncio.wait_for(self._ensemble(prompt), self.config.deadline_s)
         except TimeoutError:

@@ -20,14 +20,15 @@ JUDGE_MODEL = "Qwen/Qwen3-32B"
 JUDGE_REVISION = "9216db5781bf21249d130ec9da846c4624c16137"
 """The Hugging Face commit of :data:`JUDGE_MODEL` the release was calibrated with."""
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 """Selects ``shopbench/judging/llm/prompts/llm_judge_<version>.txt``."""
 
-RUBRIC_VERSION = "1"
+RUBRIC_VERSION = "2"
 """The rubric file whose criteria the model judges (the rubric judge's own file)."""
 
-JUDGE_VERSION = "1"
-"""Version of the LLM judge's code: rendering, truncation, reply reading, scoring."""
+JUDGE_VERSION = "2"
+"""Version of the LLM judge's code: rendering (2: the validator's facts), truncation, reply
+reading, scoring."""
 
 
 class JudgeRelease(BaseModel):

@@ -96,8 +96,9 @@ class Renderer:
             agent_tag=f"agent-{nonce}", unlogged_tag=f"unlogged-{nonce}",
         )
 
-    def user(self, view: View, cut_notes: list[str]) -> str:
-        """The user message: the task, the tool log and the framed transcript."""
+    def user(self, view: View, cut_notes: list[str], facts: str = "") -> str:
+        """The user message: the task, the validator's facts, the tool log and the framed
+        transcript (a prompt version without a facts section leaves `facts` out)."""
         # The call (name and arguments) is the agent's choice, so it sits inside its tags;
         # the number, turn and outcome are the validator's.
         tag = f"agent-{view.nonce}"
@@ -111,7 +112,7 @@ class Renderer:
         )
         return self.template.user.substitute(
             intent=view.intent, query=view.query, tool_log=log, cut_notes=notes,
-            transcript=transcript,
+            transcript=transcript, facts=facts or "(none)",
         )
 
     def tokens(self, system: str, user: str) -> int:
@@ -119,16 +120,18 @@ class Renderer:
         size = len(system.encode("utf-8")) + len(user.encode("utf-8"))
         return math.ceil(size / self.release.bytes_per_token)
 
-    def render(self, view: View, notes: list[str] | None = None) -> Prompt:
-        """The prompt for `view`, cut to the release's budget (see truncate.fit); raises
-        JudgeUnavailable("too_long") when it cannot fit."""
+    def render(self, view: View, notes: list[str] | None = None, facts: str = "") -> Prompt:
+        """The prompt for `view` with the validator's `facts`, cut to the release's budget
+        (see truncate.fit; the facts are never cut); raises JudgeUnavailable("too_long") when
+        it cannot fit."""
         system = self.system(view.nonce)
 
         def measure(v: View) -> int:
-            return self.tokens(system, self.user(v, ["x" * 400]))  # room for the cut notes
+            # room for the cut notes
+            return self.tokens(system, self.user(v, ["x" * 400], facts))
 
         cut = fit(view, self.release.prompt_budget_tokens, measure, self.release.bytes_per_token)
-        return Prompt(system, self.user(view, cut), tuple([*(notes or []), *cut]),
+        return Prompt(system, self.user(view, cut, facts), tuple([*(notes or []), *cut]),
                       view.content_hash)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from shopbench.judging.record import MAX_JUDGED_TEXT_BYTES, JudgedRecord, read_record, turn_text
 from shopbench.judging.rubric.claims import TextReader
+from shopbench.judging.rubric.decisions import decide
 from shopbench.judging.rubric.facts import CallFacts, Evidence, EvidenceRules, Shown, TurnFacts
 from shopbench.judging.rubric.grounding import content_words, ground_search, knows
 from shopbench.judging.rubric.knowledge import Knowledge, observe, title_words
@@ -216,4 +217,5 @@ def extract(
         recommended=recommended,
         recommend_turn=recommend_turn,
         notes=notes,
+        decisions=decide(record, know.products, turns, recommended, recommend_turn, rules),
     )

@@ -21,7 +21,8 @@ from shopbench.judging.rubric.checks import CHECKS, RubricParams
 from shopbench.judging.rubric.evidence import EvidenceRules
 from shopbench.judging.rubric.grounding import GroundingRules
 
-DEFAULT_RUBRIC = "rubric_v1.toml"
+DEFAULT_RUBRIC = "rubric_v2.toml"
+"""The release's rubric; ``rubric_v1.toml`` stays packaged for re-judging older records."""
 
 
 class CriterionSpec(BaseModel):
@@ -93,6 +94,30 @@ class InjectionSection(BaseModel):
     patterns: list[InjectionPattern] = Field(default_factory=list)
 
 
+class ClaimsSection(BaseModel):
+    """How claims that the recommendation meets the requirements are read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    patterns: list[str] = Field(
+        default_factory=list, description="regular expressions (lower-cased text) of a claim "
+        "that the recommendation meets every requirement",
+    )  # fmt: skip
+    negations: list[str] = Field(
+        default_factory=list, description="words that, earlier in the sentence, make a claim "
+        "phrase a denial",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _compiles(self) -> ClaimsSection:
+        for p in self.patterns:
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ValueError(f"claim pattern {p!r} does not compile: {e}") from None
+        return self
+
+
 class Rubric(BaseModel):
     """A whole rubric file."""
 
@@ -104,6 +129,7 @@ class Rubric(BaseModel):
     grounding: GroundingSection = GroundingSection()
     matching: MatchingSection = MatchingSection()
     injection: InjectionSection = InjectionSection()
+    claims: ClaimsSection = ClaimsSection()
 
     @model_validator(mode="after")
     def _consistent(self) -> Rubric:
@@ -142,11 +168,13 @@ class Rubric(BaseModel):
             judge_patterns=tuple(
                 (tuple(p.needles), re.compile(p.pattern)) for p in self.injection.patterns
             ),
+            claim_patterns=tuple(re.compile(p) for p in self.claims.patterns),
+            negations=frozenset(w.lower() for w in self.claims.negations),
         )
 
 
 def load_rubric(path: str | Path | None = None) -> Rubric:
-    """Read a rubric file (the packaged v1 when `path` is None).
+    """Read a rubric file (the release's, :data:`DEFAULT_RUBRIC`, when `path` is None).
 
     Raises :class:`JudgeError` naming the file and what is wrong with it.
     """

@@ -1,7 +1,7 @@
 """The rubric judge: the default process judge — deterministic, no model.
 
 The criteria, their order, fail scores and bonus weights live in a versioned TOML file
-(``data/rubric_v1.toml``, read by :mod:`shopbench.judging.rubric.file`); each criterion's
+(``data/rubric_v2.toml``, read by :mod:`shopbench.judging.rubric.file`); each criterion's
 name selects a check of :mod:`shopbench.judging.rubric.checks`, which reads the trajectory's
 :class:`~shopbench.judging.rubric.evidence.Evidence`.
 
@@ -17,13 +17,14 @@ from typing import Any
 
 from shopbench.judging.judge import Verdict
 from shopbench.judging.rubric.checks import CHECKS
+from shopbench.judging.rubric.decisions import Decisions
 from shopbench.judging.rubric.evidence import Evidence, extract
 from shopbench.judging.rubric.file import Rubric, load_rubric
 from shopbench.trajectory.record import Trajectory
 
 __all__ = ["JUDGE_VERSION", "Rubric", "RubricJudge", "load_rubric"]
 
-JUDGE_VERSION = "1"
+JUDGE_VERSION = "2"
 """Version of the rubric judge's code (its checks); a consensus parameter with the rubric's."""
 
 
@@ -49,7 +50,11 @@ def _signals(ev: Evidence) -> dict[str, float]:
             sum(bool(c.matches_text) for c in judged) / len(judged) if judged else 1.0
         ),
         "judge_directed": sum(len(t.judge_directed) for t in ev.turns),
+        **(ev.decisions.signals() if ev.decisions is not None else _NO_DECISIONS),
     }
+
+
+_NO_DECISIONS = Decisions().signals()
 
 
 class RubricJudge:

@@ -35,6 +35,8 @@ class Knowledge:
         self._prices: list[float] = []
         self._sorted = True
         self.grams: dict[tuple[str, ...], set[str]] = {}  # title run → products with it
+        self.listed = 0  # products search results have listed so far
+        self.opened = 0  # products whose details were opened so far
 
     def add_text(self, content: str) -> None:
         """Record an observation's text (folded and tokenized later, if ever)."""
@@ -75,7 +77,7 @@ class Knowledge:
             self.shops.add(shop)
         if known is not None:
             return known
-        shown = self.products[token] = Shown(title=title, price=price)
+        shown = self.products[token] = Shown(title=title, price=price, order=len(self.products))
         if price is not None:
             self.add_price(price)
         for gram in _title_grams(title, self.rules.title_ngram):
@@ -113,7 +115,12 @@ def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
         return
     if call.name == "find_product":
         for h in parse_search_results(content):
-            know.add_product(h.product_id, h.title, h.price, h.shop_id)
+            shown = know.add_product(h.product_id, h.title, h.price, h.shop_id)
+            if shown.listed is None:
+                shown.listed = know.listed
+                know.listed += 1
+                shown.sold = h.sold_count
+                shown.service = h.service
             call.shown.append(h.product_id)
         call.empty = not call.shown
     elif call.name == "view_product_information":
@@ -121,6 +128,10 @@ def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
             shown = know.add_product(d.product_id, d.title, d.price, d.shop_id)
             if shown.viewed_turn is None:
                 shown.viewed_turn = turn
+                shown.opened = know.opened
+                know.opened += 1
+                shown.details = d
+                shown.service = d.service
                 shown.values = _values(d)
                 for v in shown.values:
                     know.values.setdefault(v.split(" ", 1)[0], set()).add(v)
