@@ -275,3 +275,17 @@ def test_minhash_estimates_the_jaccard_similarity_of_word_ngrams() -> None:
     assert abs(estimate - true) < 0.08
     assert minhash_words(words, 3, 64) == minhash_words(list(words), 3, 64)
     assert bands_for(64, 0.9) == (4, 16)
+
+
+def test_an_archive_url_is_pulled_and_verified_first(
+    played: dict[int, list[Trajectory]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _archive(tmp_path / "archive", played[0])
+    out = tmp_path / "curated"
+    url = f"file://{root}"
+    assert _curate("--archive", url, "--out", str(out)) == 2
+    assert "needs --validator" in capsys.readouterr().err
+    assert _curate("--archive", url, "--validator", SIGNER.hotkey, "--out", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["episodes_in"] == len(played[0]) and report["kept"] > 0
+    assert report["archive"] == url
