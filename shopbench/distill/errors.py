@@ -1,0 +1,25 @@
+"""The distillation boundary's exceptions: every one is raised before any training starts."""
+
+from __future__ import annotations
+
+from shopbench.errors import ShopbenchError
+
+
+class DistillError(ShopbenchError):
+    """Distillation cannot go on: bad data, a model or tokenizer it cannot train, a bad config."""
+
+
+class NoSamplesError(DistillError):
+    """A curated set or SFT dataset holds no usable sample."""
+
+
+class TemplateError(DistillError):
+    """A model's chat template is missing, unknown and unmarked, or renders a sample wrongly."""
+
+
+class TokenizerError(DistillError):
+    """A tokenizer lacks tokens the training format needs, or cannot be built."""
+
+
+class TrainConfigError(DistillError):
+    """A training config file is unreadable, or names a key or value that does not exist."""

