@@ -18,7 +18,7 @@ _LIMITS = Flags(RunLimits)
 _BENCH = Flags(EvalBenchConfig)
 
 
-def _load(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
+def load_tasks(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
     """The environment and the tasks; rejected task lines are reported, none loaded is fatal."""
     from shopbench.env.env import ShoppingEnv
     from shopbench.evaluate.runner import EvalError
@@ -65,7 +65,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         check_spec(policy)  # a bad --policy fails before the catalog is opened
         limits = _LIMITS.build(turn_timeout_s=turn_timeout)
         config = _EVAL.build(samples=samples, concurrency=concurrency, seed=seed, limits=limits)
-        env, chosen = _load(catalog, tasks, limit)
+        env, chosen = load_tasks(catalog, tasks, limit)
 
         def make(k: int):  # type: ignore[no-untyped-def]
             return make_policy(policy, catalog=env.catalog, seed=k)

@@ -1,0 +1,114 @@
+"""`shopbench distill eval`: a trained model against a baseline on held-out tasks.
+
+Registered on the `distill` group by :func:`register_eval`. The options come from
+:class:`~shopbench.evaluate.model_eval.ModelEvalConfig` and the configs it holds; the
+runs, the table and the files are :mod:`shopbench.evaluate`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from shopbench.commands.flags import Flags
+from shopbench.evaluate.intervals import BootstrapConfig
+from shopbench.evaluate.model_eval import Decoding, ModelEvalConfig
+from shopbench.trajectory.loop import RunLimits
+
+_EVAL = Flags(ModelEvalConfig)
+_DECODING = Flags(Decoding)
+_LIMITS = Flags(RunLimits)
+_BOOT = Flags(BootstrapConfig)
+
+
+def template_kwargs(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as chat-template arguments, each VALUE read as JSON when it is
+    JSON (``enable_thinking=false``) and as text otherwise."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--template-arg")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def register_eval(distill_app: typer.Typer) -> None:
+    """Add `eval` to the `distill` group."""
+
+    @distill_app.command("eval")
+    def eval_command(
+        model: str = typer.Option(..., "--model", help="hf:PATH or openai:MODEL@URL"),
+        tasks: Path = typer.Option(..., "--tasks", help="task file, e.g. the held-out split"),
+        catalog: Path = typer.Option(..., "--catalog", help="catalog directory of the tasks"),
+        out: Path = typer.Option(..., "--out", help="directory for report.json/.md"),
+        baseline: str | None = _EVAL.option("baseline", "--baseline"),
+        samples: int = _EVAL.option("samples", "--samples"),
+        concurrency: int = _EVAL.option("concurrency", "--concurrency"),
+        seed: int = _EVAL.option("seed", "--seed"),
+        limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
+        temperature: float | None = _DECODING.option("temperature", "--temperature"),
+        top_p: float | None = _DECODING.option("top_p", "--top-p"),
+        max_tokens: int | None = _DECODING.option("max_tokens", "--max-tokens"),
+        template_arg: list[str] = typer.Option(
+            [], "--template-arg", help="chat-template argument KEY=VALUE (repeatable), e.g. "
+            "enable_thinking=false",
+        ),  # fmt: skip
+        turn_timeout: float = _LIMITS.option("turn_timeout_s", "--turn-timeout"),
+        train: Path | None = _EVAL.option(
+            "training_set", "--train",
+            help="the model's training data (task file, JSONL, Parquet or a folder of them) "
+            "for the contamination line",
+        ),  # fmt: skip
+        expect_split: str = _EVAL.option("expect_split", "--expect-split"),
+        resamples: int = _BOOT.option("resamples", "--resamples"),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    ) -> None:
+        """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion and
+        valid tool calls, per intent, with bootstrap intervals; report.json and report.md."""
+        from shopbench.agents.registry import check_spec
+        from shopbench.commands.evaluate import load_tasks
+        from shopbench.evaluate.model_eval import evaluate_model
+        from shopbench.evaluate.model_report import write_model_eval
+
+        for spec in (model, baseline):
+            if spec is not None:
+                check_spec(spec)  # a bad policy fails before the catalog is opened
+        config = _EVAL.build(
+            model=model, baseline=baseline, samples=samples, concurrency=concurrency,
+            seed=seed, expect_split=expect_split, training_set=train,
+            decoding=_DECODING.build(
+                temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                template_kwargs=template_kwargs(template_arg),
+            ),
+            limits=_LIMITS.build(turn_timeout_s=turn_timeout),
+            bootstrap=_BOOT.build(resamples=resamples, seed=seed),
+        )  # fmt: skip
+        env, chosen = load_tasks(catalog, tasks, limit)
+        runs = [model] + ([baseline] if baseline else [])
+        if quiet:
+            report, ts, base = evaluate_model(env, chosen, config, tasks_file=str(tasks))
+        else:
+            from shopbench.commands.progress import progress_bar
+
+            with progress_bar() as bar:
+                jobs = {s: bar.add_task(s, total=len(chosen) * samples) for s in runs}
+                report, ts, base = evaluate_model(
+                    env, chosen, config, tasks_file=str(tasks),
+                    on_done=lambda spec, _t: bar.update(jobs[spec], advance=1),
+                )  # fmt: skip
+        write_model_eval(out, report, ts, base)
+        for warning in report.warnings:
+            typer.echo(f"warning: {warning}", err=True)
+        overall = report.model.overall.metrics
+        said = f"{model}: ASR {overall['asr'].text()}"
+        if report.difference is not None:
+            d = report.difference.overall["asr"]
+            said += f"; minus {baseline}'s: {d.value:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+        typer.echo(f"{said}; wrote {out}")

@@ -1,0 +1,106 @@
+"""Bootstrap intervals over tasks, one run and paired, deterministic by seed.
+
+A metric here is a ratio of sums over tasks: each task gives a numerator and a denominator
+(pass@k: the task's pass@k over 1; ASR: successes over episodes; the valid-tool-call rate:
+well-formed calls over calls). The point estimate is the ratio over all tasks; a bootstrap
+resample draws tasks with replacement (the unit the held-out split varies by: a task's K
+samples are not independent of one another) and recomputes the ratio. The interval is the
+percentile interval of the resampled ratios.
+
+The paired interval of a difference resamples the same tasks for both runs, so the
+task-to-task spread that both share cancels, as in a paired test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.errors import ShopbenchError
+
+DEFAULT_RESAMPLES = 2000
+"""Bootstrap resamples, unless configured otherwise."""
+DEFAULT_LEVEL = 0.95
+"""Confidence level of the intervals, unless configured otherwise."""
+
+
+class IntervalError(ShopbenchError):
+    """An interval was asked of no tasks, of unpaired runs, or at a level outside (0, 1)."""
+
+
+class Estimate(BaseModel):
+    """A metric's value over the tasks and its bootstrap interval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    low: float
+    high: float
+
+    def text(self, digits: int = 3) -> str:
+        """``value [low, high]``."""
+        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+class BootstrapConfig(BaseModel):
+    """How intervals are drawn."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    resamples: int = Field(default=DEFAULT_RESAMPLES, ge=100, description="bootstrap resamples")
+    level: float = Field(default=DEFAULT_LEVEL, gt=0, lt=1, description="confidence level")
+    seed: int = Field(default=0, description="seed of the resampling")
+
+
+def _arrays(num: Sequence[float], den: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    if len(num) != len(den):
+        raise IntervalError(f"{len(num)} numerators but {len(den)} denominators")
+    if not num:
+        raise IntervalError("an interval over no tasks is undefined")
+    return np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Row-wise sum(num) / sum(den); 0 where a resample's denominator is 0."""
+    top, bottom = num.sum(axis=-1), den.sum(axis=-1)
+    return np.divide(top, bottom, out=np.zeros_like(top, dtype=float), where=bottom > 0)
+
+
+def _draws(n: int, config: BootstrapConfig) -> np.ndarray:
+    return np.random.default_rng(config.seed).integers(0, n, size=(config.resamples, n))
+
+
+def _estimate(value: float, samples: np.ndarray, config: BootstrapConfig) -> Estimate:
+    tail = (1.0 - config.level) / 2.0 * 100.0
+    low, high = np.percentile(samples, [tail, 100.0 - tail])
+    return Estimate(value=value, low=float(low), high=float(high))
+
+
+def bootstrap(
+    num: Sequence[float], den: Sequence[float], config: BootstrapConfig | None = None
+) -> Estimate:
+    """The ratio sum(num)/sum(den) over tasks and its bootstrap interval over tasks."""
+    config = config or BootstrapConfig()
+    n_arr, d_arr = _arrays(num, den)
+    value = float(_ratio(n_arr, d_arr))
+    idx = _draws(len(n_arr), config)
+    return _estimate(value, _ratio(n_arr[idx], d_arr[idx]), config)
+
+
+def paired_difference(
+    a: tuple[Sequence[float], Sequence[float]],
+    b: tuple[Sequence[float], Sequence[float]],
+    config: BootstrapConfig | None = None,
+) -> Estimate:
+    """ratio(a) − ratio(b) over the same tasks (position i is one task in both) and its
+    paired bootstrap interval: each resample draws the same tasks for both runs."""
+    config = config or BootstrapConfig()
+    an, ad = _arrays(*a)
+    bn, bd = _arrays(*b)
+    if len(an) != len(bn):
+        raise IntervalError(f"a paired difference needs the same tasks: {len(an)} vs {len(bn)}")
+    value = float(_ratio(an, ad) - _ratio(bn, bd))
+    idx = _draws(len(an), config)
+    return _estimate(value, _ratio(an[idx], ad[idx]) - _ratio(bn[idx], bd[idx]), config)

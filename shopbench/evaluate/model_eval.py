@@ -1,0 +1,274 @@
+"""A trained model evaluated against a baseline: ``shopbench distill eval``.
+
+Both policies play every task of the file K times through the evaluation runner (the one
+episode loop, episode keys from the seed, so the two runs see the same ids); the table
+(:mod:`shopbench.evaluate.model_table`) has each metric with its bootstrap interval over
+tasks and the paired difference. What could make the figures mean less than they seem is
+said in the report: tasks that are not held out, a model endpoint that serves another model
+than named, K greedy samples, and how many evaluation queries overlap the training set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.agents.local.config import HF_PREFIX
+from shopbench.agents.registry import API_KEY_VARIABLES, check_spec, make_policy
+from shopbench.errors import ShopbenchError
+from shopbench.evaluate.intervals import BootstrapConfig
+from shopbench.evaluate.model_table import DifferenceTable, RunTable, difference_table, run_table
+from shopbench.evaluate.overlap import (
+    DEFAULT_NGRAM,
+    DEFAULT_THRESHOLD,
+    Contamination,
+    contamination,
+)
+from shopbench.evaluate.runner import EvalConfig, run_evaluation
+from shopbench.openai_compat.spec import OPENAI_PREFIX
+from shopbench.trajectory.loop import RunLimits
+from shopbench.trajectory.record import Trajectory
+
+if TYPE_CHECKING:
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.tasks.model import Task
+
+SAMPLED_TEMPERATURE = 0.6
+"""Temperature of K > 1 samples unless one is given (Qwen3's own recommendation)."""
+SAMPLED_TOP_P = 0.95
+"""Top-p of K > 1 samples unless one is given."""
+
+
+class ModelEvalError(ShopbenchError):
+    """A model evaluation cannot run: a model that is not what it is named, bad options."""
+
+
+class Decoding(BaseModel):
+    """Decoding options of a model policy, for ``hf:`` and ``openai:`` specs alike."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(
+        default=None, ge=0,
+        description=f"sampling temperature; default 0 (greedy) for one sample, "
+        f"{SAMPLED_TEMPERATURE:g} for K > 1",
+    )  # fmt: skip
+    top_p: float | None = Field(
+        default=None, gt=0, le=1,
+        description=f"nucleus mass; default 1 for one sample, {SAMPLED_TOP_P:g} for K > 1",
+    )  # fmt: skip
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="tokens per turn; default the policy's own"
+    )
+    template_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="chat-template arguments, e.g. {\"enable_thinking\": false}",
+    )
+
+    def options(self, spec: str, samples: int) -> dict[str, Any]:
+        """The policy options `spec`'s kind takes (see :func:`make_policy`)."""
+        sampled = samples > 1
+        temperature = self.temperature
+        if temperature is None:
+            temperature = SAMPLED_TEMPERATURE if sampled else 0.0
+        top_p = self.top_p if self.top_p is not None else SAMPLED_TOP_P if sampled else 1.0
+        name = spec.strip()
+        if name.startswith(HF_PREFIX):
+            out: dict[str, Any] = {"temperature": temperature, "top_p": top_p}
+            if self.max_tokens is not None:
+                out["max_new_tokens"] = self.max_tokens
+            if self.template_kwargs:
+                out["chat_template_kwargs"] = dict(self.template_kwargs)
+            return out
+        if name.startswith(OPENAI_PREFIX):
+            out = {"temperature": temperature, "top_p": top_p}
+            if self.max_tokens is not None:
+                out["max_tokens"] = self.max_tokens
+            if self.template_kwargs:
+                out["extra_body"] = {"chat_template_kwargs": dict(self.template_kwargs)}
+            return out
+        return {}
+
+
+class ModelEvalConfig(BaseModel):
+    """What ``distill eval`` runs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="the evaluated policy: hf:PATH or openai:MODEL@URL")
+    baseline: str | None = Field(default=None, description="the policy compared against")
+    samples: int = Field(default=1, ge=1, description="episodes per task (K of pass@K)")
+    concurrency: int = Field(default=8, ge=1, description="episodes played at once")
+    seed: int = Field(default=0, description="seed of the episode keys and the sampling")
+    decoding: Decoding = Field(default_factory=Decoding, description="decoding options")
+    limits: RunLimits = Field(default_factory=RunLimits, description="the loop's limits")
+    expect_split: str = Field(
+        default="heldout", description="the split the tasks should be from; others warned"
+    )
+    training_set: Path | None = Field(
+        default=None, description="the model's training data, for the contamination line"
+    )
+    ngram: int = Field(default=DEFAULT_NGRAM, ge=1, description="contamination n-gram length")
+    threshold: float = Field(
+        default=DEFAULT_THRESHOLD, gt=0, le=1, description="contamination containment threshold"
+    )
+    bootstrap: BootstrapConfig = Field(
+        default_factory=BootstrapConfig, description="the intervals"
+    )
+
+
+class ModelEvalReport(BaseModel):
+    """``report.json`` of ``distill eval``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tasks_file: str
+    tasks: int
+    samples: int
+    seed: int
+    splits: dict[str, int]
+    level: float = Field(description="confidence level of every interval")
+    resamples: int
+    model: RunTable
+    baseline: RunTable | None = None
+    difference: DifferenceTable | None = Field(
+        default=None, description="model − baseline, paired over tasks"
+    )
+    contamination: Contamination | None = None
+    warnings: list[str] = Field(default_factory=list)
+    seconds: dict[str, float] = Field(description="wall time of each run")
+
+
+def split_warnings(tasks: Sequence[Task], expect: str) -> list[str]:
+    """A warning for the tasks that are not of the `expect` split."""
+    splits = Counter(t.split for t in tasks)
+    other = {s: n for s, n in splits.items() if s != expect}
+    if not other:
+        return []
+    said = ", ".join(f"{n} {s}" for s, n in sorted(other.items()))
+    live = " (live tasks: their product groups can be in the arena's training traces)" if (
+        "live" in other
+    ) else ""
+    return [f"{sum(other.values())} of {len(tasks)} tasks are not {expect}: {said}{live}"]
+
+
+async def _served(spec: str) -> list[str]:
+    from shopbench.agents.openai_policy import OpenAIPolicyConfig
+    from shopbench.agents.registry import parse_openai_spec
+    from shopbench.openai_compat.client import OpenAIClient
+    from shopbench.openai_compat.keys import api_key_from_env
+
+    model, url = parse_openai_spec(spec)
+    settings = OpenAIPolicyConfig(model=model, base_url=url, retries=0, request_timeout_s=30)
+    client = OpenAIClient(settings.client_config(1))
+    try:
+        body = await client.models(url, api_key=api_key_from_env(API_KEY_VARIABLES))
+    finally:
+        await client.aclose()
+    data = body.get("data") if isinstance(body, dict) else None
+    return [m["id"] for m in data or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+
+
+def check_endpoint(spec: str) -> list[str]:
+    """For ``openai:MODEL@URL``: ModelEvalError when the server lists its models and MODEL
+    is not one of them; a warning when it cannot list them. Nothing for other specs."""
+    if not spec.strip().startswith(OPENAI_PREFIX):
+        return []
+    from shopbench.agents.registry import parse_openai_spec
+
+    model = parse_openai_spec(spec.strip())[0]
+    try:
+        served = asyncio.run(_served(spec.strip()))
+    except ShopbenchError as e:
+        return [f"{spec}: could not list the served models ({e}); the name is unchecked"]
+    if served and model not in served:
+        raise ModelEvalError(
+            f"{spec}: the server serves {', '.join(served)}, not {model!r}; name the model it "
+            "serves, or point at the server that serves it"
+        )
+    return [] if served else [f"{spec}: the server lists no models; the name is unchecked"]
+
+
+def _play(
+    env: ShoppingEnv, tasks: Sequence[Task], spec: str, config: ModelEvalConfig,
+    on_done: Callable[[Trajectory], None] | None,
+) -> tuple[list[Trajectory], float]:
+    options = config.decoding.options(spec, config.samples)
+    run = EvalConfig(
+        samples=config.samples, concurrency=config.concurrency, seed=config.seed,
+        limits=config.limits,
+    )  # fmt: skip
+
+    def make(k: int):  # type: ignore[no-untyped-def]
+        return make_policy(spec, catalog=env.catalog, seed=k, **options)
+
+    return run_evaluation(env, tasks, make, run, on_done=on_done)
+
+
+def evaluate_model(
+    env: ShoppingEnv,
+    tasks: Sequence[Task],
+    config: ModelEvalConfig,
+    *,
+    tasks_file: str = "",
+    on_done: Callable[[str, Trajectory], None] | None = None,
+) -> tuple[ModelEvalReport, list[Trajectory], list[Trajectory]]:
+    """Play the model (and the baseline) on `tasks`; the report and both runs' trajectories.
+
+    `on_done(spec, trajectory)` is called as each episode finishes (progress bars)."""
+    specs = [config.model] + ([config.baseline] if config.baseline else [])
+    warnings: list[str] = []
+    for spec in specs:
+        check_spec(spec)
+        warnings += check_endpoint(spec)
+    warnings += split_warnings(tasks, config.expect_split)
+    if config.samples > 1 and config.decoding.temperature == 0:
+        warnings.append(
+            f"{config.samples} samples at temperature 0 are one greedy answer repeated: "
+            f"pass@{config.samples} equals pass@1"
+        )
+    line = None
+    if config.training_set is not None:
+        line = contamination(
+            [(t.id, t.query) for t in tasks], config.training_set,
+            ngram=config.ngram, threshold=config.threshold,
+        )  # fmt: skip
+        if line.overlapping:
+            warnings.append(line.line())
+    runs: dict[str, tuple[list[Trajectory], float]] = {}
+    for spec in specs:
+        done = (lambda t, s=spec: on_done(s, t)) if on_done is not None else None
+        started = time.perf_counter()
+        trajectories, _ = _play(env, tasks, spec, config, done)
+        runs[spec] = (trajectories, time.perf_counter() - started)
+    boot = config.bootstrap
+    model_ts = runs[config.model][0]
+    base_ts = runs[config.baseline][0] if config.baseline else []
+    report = ModelEvalReport(
+        tasks_file=tasks_file,
+        tasks=len(tasks),
+        samples=config.samples,
+        seed=config.seed,
+        splits=dict(Counter(t.split for t in tasks)),
+        level=boot.level,
+        resamples=boot.resamples,
+        model=run_table(model_ts, policy=config.model, samples=config.samples, boot=boot),
+        baseline=(
+            run_table(base_ts, policy=config.baseline, samples=config.samples, boot=boot)
+            if config.baseline else None
+        ),
+        difference=(
+            difference_table(model_ts, base_ts, config.samples, boot) if config.baseline
+            else None
+        ),
+        contamination=line,
+        warnings=warnings,
+        seconds={spec: round(s, 3) for spec, (_, s) in runs.items()},
+    )
+    return report, model_ts, base_ts

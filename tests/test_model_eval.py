@@ -1,0 +1,189 @@
+"""`shopbench distill eval`: the table with intervals, the baseline and its paired
+difference, the contamination line, and the bad inputs it names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shopbench.cli import main
+from shopbench.evaluate.intervals import (
+    BootstrapConfig,
+    IntervalError,
+    bootstrap,
+    paired_difference,
+)
+from shopbench.evaluate.metrics import pass_at_k, pass_hat_k
+from shopbench.evaluate.model_table import metric_names, per_task
+from shopbench.tasks.io import write_tasks
+from shopbench.tasks.model import Task
+from shopbench.trajectory.record import Trajectory
+
+
+@pytest.fixture(scope="module")
+def heldout(catalog_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    cfg = BuildConfig(
+        catalog=catalog_dir, intents=["product", "shop", "voucher"], n=3, seed=8,
+        split="heldout",
+    )  # fmt: skip
+    path = tmp_path_factory.mktemp("heldout") / "heldout.jsonl"
+    write_tasks(path, build_tasks(cfg).tasks)
+    return path
+
+
+def _tasks(path: Path) -> list[Task]:
+    return [Task.model_validate_json(x) for x in path.read_text().splitlines()]
+
+
+# -- intervals -----------------------------------------------------------------------------
+
+
+def test_bootstrap_intervals_are_seeded_and_hold_the_estimate() -> None:
+    num, den = [1, 0, 2, 1, 0, 2, 2, 1], [2] * 8
+    a = bootstrap(num, den, BootstrapConfig(seed=3))
+    assert a == bootstrap(num, den, BootstrapConfig(seed=3))
+    spread = [0.11, 0.93, 0.42, 0.07, 0.68, 0.35, 0.81, 0.24]
+    assert bootstrap(spread, [1] * 8, BootstrapConfig(seed=3)) != bootstrap(
+        spread, [1] * 8, BootstrapConfig(seed=4)
+    )
+    assert a.value == pytest.approx(9 / 16) and a.low < a.value < a.high
+    assert a.low >= 0.0 and a.high <= 1.0
+    same = bootstrap([1] * 5, [1] * 5)
+    assert (same.value, same.low, same.high) == (1.0, 1.0, 1.0)
+    # Paired: a run against itself differs by exactly nothing; a run that is better on every
+    # task it can be has an interval above zero though the two runs' own intervals overlap.
+    zero = paired_difference((num, den), (num, den))
+    assert (zero.value, zero.low, zero.high) == (0.0, 0.0, 0.0)
+    better = [min(2, x + 1) for x in num]
+    d = paired_difference((better, den), (num, den))
+    assert d.value == pytest.approx(5 / 16) and d.low > 0
+    assert bootstrap(better, den).low < bootstrap(num, den).high
+    with pytest.raises(IntervalError, match="no tasks"):
+        bootstrap([], [])
+    with pytest.raises(IntervalError, match="same tasks"):
+        paired_difference(([1], [1]), ([1, 0], [1, 1]))
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_distill_eval_writes_the_table_with_the_baseline_and_contamination(
+    catalog_dir: Path, heldout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = _tasks(heldout)
+    train = tmp_path / "train.jsonl"  # one evaluation query leaked into the training rows
+    rows = [
+        {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": q}]}
+        for q in ("a blue cotton shirt for the office under 300 pesos", tasks[0].query)
+    ]
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    main([
+        "distill", "eval", "--model", "careful", "--baseline", "greedy", "--samples", "2",
+        "--tasks", str(heldout), "--catalog", str(catalog_dir), "--out", str(out),
+        "--train", str(train), "--quiet", "--resamples", "500",
+    ])  # fmt: skip
+    said = capsys.readouterr()
+    assert "careful: ASR" in said.out and "minus greedy's: " in said.out
+    assert "1 of 9 evaluation queries overlap" in said.err
+
+    report = json.loads((out / "report.json").read_text())
+    overall = report["model"]["overall"]
+    assert overall["tasks"] == 9 and overall["episodes"] == 18
+    assert set(overall["metrics"]) == set(metric_names(2))
+    assert set(report["model"]["by_intent"]) == {"product", "shop", "voucher"}
+    for m in overall["metrics"].values():
+        assert m["low"] <= m["value"] <= m["high"]
+
+    # Every figure is the estimator over the trajectories the run wrote.
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    ts = [Trajectory.model_validate_json(x) for x in lines]
+    by_task: dict[str, list[bool]] = {}
+    for t in ts:
+        by_task.setdefault(t.task_id, []).append(t.success)
+    at2 = sum(pass_at_k(2, sum(v), 2) for v in by_task.values()) / 9
+    hat2 = sum(pass_hat_k(2, sum(v), 2) for v in by_task.values()) / 9
+    assert overall["metrics"]["pass@2"]["value"] == pytest.approx(at2)
+    assert overall["metrics"]["pass^2"]["value"] == pytest.approx(hat2)
+    assert overall["metrics"]["asr"]["value"] == pytest.approx(sum(t.success for t in ts) / 18)
+    assert overall["metrics"]["completion"]["value"] == 1.0  # careful always terminates
+
+    base = report["baseline"]["overall"]["metrics"]
+    diff = report["difference"]["overall"]
+    for m in ("asr", "pass@1", "completion"):
+        assert diff[m]["value"] == pytest.approx(overall["metrics"][m]["value"] - base[m]["value"])
+    assert report["contamination"]["overlapping"] == 1
+    assert report["contamination"]["examples"] == [tasks[0].id]
+    assert (out / "baseline_trajectories.jsonl").is_file()
+
+    md = (out / "report.md").read_text()
+    assert "| metric | model | baseline | difference |" in md
+    assert f"| asr | {overall['metrics']['asr']['value']:.3f} [" in md
+    assert "## voucher" in md and "1 of 9 evaluation queries overlap" in md
+
+
+def test_the_valid_call_and_completion_rates_count_malformed_turns(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
+    from shopbench.agents.registry import make_policy
+    from shopbench.evaluate.runner import run_evaluation
+    from shopbench.trajectory.record import TerminationReason, ToolLogEntry
+
+    def entry(turn: int, error: str | None) -> ToolLogEntry:
+        return ToolLogEntry(
+            turn=turn, name="x", arguments={}, result_digest="d", error=error, latency_ms=0
+        )
+
+    played = run_evaluation(env, _tasks(heldout)[:1], lambda k: make_policy("greedy"))[0][0]
+    t = played.model_copy(update={
+        "turns": 3, "termination": TerminationReason.turn_limit,
+        "tool_log": [entry(1, None), entry(1, "bad_argument"), entry(2, "invalid_id")],
+    })  # fmt: skip
+    _, ratios = per_task([t], 1)
+    assert ratios["valid_tool_calls"] == ([2], [3])  # an invalid id is a well-formed call
+    assert ratios["valid_turns"] == ([1], [3])  # turn 1 had a malformed call, turn 3 none
+    assert ratios["completion"] == ([0], [1])
+
+
+def test_bad_inputs_are_named(
+    catalog_dir: Path, heldout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    server,  # type: ignore[no-untyped-def]
+) -> None:
+    common = ["--tasks", str(heldout), "--catalog", str(catalog_dir), "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as e:
+        main(["distill", "eval", "--model", "careful", "--samples", "0", *common])
+    assert e.value.code == 2 and "--samples" in capsys.readouterr().err
+    server.reset("Qwen/Qwen3-4B")
+    with pytest.raises(SystemExit) as e:
+        main(["distill", "eval", "--model", f"openai:tuned@{server.url}", *common])
+    assert e.value.code == 2
+    assert "serves Qwen/Qwen3-4B, not 'tuned'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["distill", "eval", "--model", f"hf:{tmp_path / 'none'}", *common])
+    assert "no such model directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main([
+            "distill", "eval", "--model", "careful", *common, "--template-arg", "nothing",
+        ])  # fmt: skip
+    assert "is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_live_tasks_are_warned_about(
+    catalog_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    live = tmp_path / "live.jsonl"
+    cfg = BuildConfig(catalog=catalog_dir, intents=["product"], n=2, seed=8)
+    write_tasks(live, build_tasks(cfg).tasks)
+    main([
+        "distill", "eval", "--model", "careful", "--tasks", str(live), "--catalog",
+        str(catalog_dir), "--out", str(tmp_path / "o"), "--quiet", "--resamples", "100",
+    ])  # fmt: skip
+    err = capsys.readouterr().err
+    assert "2 of 2 tasks are not heldout: 2 live" in err
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["warnings"] and report["splits"] == {"live": 2}
+    assert "pass@2" not in report["model"]["overall"]["metrics"]
