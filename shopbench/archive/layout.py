@@ -263,6 +263,17 @@ def from_table(table: pa.Table) -> list[Trajectory]:
     return out
 
 
+def record_dicts(table: pa.Table) -> list[dict[str, Any]]:
+    """The records of a table of :data:`SCHEMA` as the plain dicts :func:`from_table`
+    validates, without building the models: ``Trajectory.model_validate(d)`` of each is the
+    record ``from_table`` returns. For bulk reads that only re-serialise (JSONL, TRL rows),
+    where validation would cost more than everything else."""
+    missing = [name for name in SCHEMA.names if name not in table.column_names]
+    if missing:
+        raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
+    return [_record(row) for row in table.select(SCHEMA.names).to_pylist()]
+
+
 def trajectory_json_schema() -> str:
     """The JSON Schema of :class:`Trajectory` as the text ``docs/trajectory.schema.json``
     holds (sorted keys, two-space indent, trailing newline)."""

@@ -154,27 +154,46 @@ def _ingest_rate(records: list[Trajectory], root: Path, *, group: bool) -> tuple
     return asyncio.run(go())
 
 
+def seal_copies(
+    base: list[Trajectory],
+    root: Path,
+    episodes: int,
+    shard_rows: int,
+    seed: int,
+    jsonl: Path | None = None,
+) -> None:
+    """A fresh archive at `root` of `episodes` :func:`synthesise` copies of `base`, sealed
+    `shard_rows` at a time into one shard per intent (and written as JSONL to `jsonl`)."""
+    from shopbench.archive.shards import write_shard
+
+    shutil.rmtree(root, ignore_errors=True)
+    f = jsonl.open("w", encoding="utf-8") if jsonl is not None else None
+    try:
+        for start in range(0, episodes, shard_rows):
+            batch = synthesise(base, min(shard_rows, episodes - start), seed, start)
+            if f is not None:
+                for r in batch:
+                    f.write(r.model_dump_json() + "\n")
+            by_intent: dict[str, list[Trajectory]] = {}
+            for r in batch:
+                by_intent.setdefault(r.intent, []).append(r)
+            for group in by_intent.values():
+                write_shard(group, str(root), signer=_Key())
+    finally:
+        if f is not None:
+            f.close()
+
+
 def _query_figures(
     base: list[Trajectory], cfg: ArchiveBenchConfig, work: Path
 ) -> tuple[int, float, float, int, int]:
     """Archive `cfg.episodes` copies as shards and as JSONL, then time the same filter."""
     from shopbench.archive.filters import TraceFilter
     from shopbench.archive.query import query
-    from shopbench.archive.shards import write_shard
 
     root = work / "archive"
     jsonl = work / "episodes.jsonl"
-    shutil.rmtree(root, ignore_errors=True)
-    with jsonl.open("w", encoding="utf-8") as f:
-        for start in range(0, cfg.episodes, cfg.shard_rows):
-            batch = synthesise(base, min(cfg.shard_rows, cfg.episodes - start), cfg.seed, start)
-            for r in batch:
-                f.write(r.model_dump_json() + "\n")
-            by_intent: dict[str, list[Trajectory]] = {}
-            for r in batch:
-                by_intent.setdefault(r.intent, []).append(r)
-            for group in by_intent.values():
-                write_shard(group, str(root), signer=_Key())
+    seal_copies(base, root, cfg.episodes, cfg.shard_rows, cfg.seed, jsonl=jsonl)
     miner = 17
     filt = TraceFilter(
         intent=["shop"], success=True, score_min=0.6, score_max=0.9, miner_uid=[miner]

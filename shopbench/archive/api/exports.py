@@ -17,15 +17,16 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pydantic_core
 
-from shopbench.archive.layout import SCHEMA, from_table
+from shopbench.archive.layout import SCHEMA, record_dicts
 from shopbench.trajectory.record import Trajectory
 
 FORMATS = ("json", "jsonl", "parquet", "trl", "eval")
@@ -41,20 +42,26 @@ MEDIA_TYPES = {
 SUFFIXES = {"jsonl": ".jsonl", "trl": ".trl.jsonl", "parquet": ".parquet", "eval": ".eval"}
 
 
-def trl_row(t: Trajectory) -> dict[str, Any]:
-    """The episode as one row of TRL's conversational format (``messages``, ``tools``)."""
-    return {"messages": [m.to_openai() for m in t.messages], "tools": t.tools}
+def trl_row(record: Trajectory | Mapping[str, Any]) -> dict[str, Any]:
+    """The episode (a record, or its dict as :func:`~shopbench.archive.layout.record_dicts`
+    gives it) as one row of TRL's conversational format (``messages``, ``tools``): each
+    message as an OpenAI-compatible server takes it, unset fields left out."""
+    if isinstance(record, Trajectory):
+        return {"messages": [m.to_openai() for m in record.messages], "tools": record.tools}
+    messages = [{k: v for k, v in m.items() if v is not None} for m in record["messages"]]
+    return {"messages": messages, "tools": record["tools"]}
 
 
 def jsonl_lines(tables: Iterable[pa.Table], fmt: str) -> Iterator[bytes]:
-    """Each episode of `tables` as one line: the record (``jsonl``) or its TRL row (``trl``)."""
+    """Each episode of `tables` as one line: the record (``jsonl``, which
+    ``Trajectory.model_validate_json`` reads back as archived) or its TRL row (``trl``)."""
     for table in tables:
-        records = from_table(table)
+        records = record_dicts(table)
         if fmt == "trl":
-            chunk = "".join(json.dumps(trl_row(t), ensure_ascii=False) + "\n" for t in records)
+            lines = [pydantic_core.to_json(trl_row(r)) for r in records]
         else:
-            chunk = "".join(t.model_dump_json() + "\n" for t in records)
-        yield chunk.encode("utf-8")
+            lines = [pydantic_core.to_json(r) for r in records]
+        yield b"\n".join(lines) + b"\n"
 
 
 class _Chunks(io.RawIOBase):

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from shopbench.archive.filters import TraceFilter
 from shopbench.archive.layout import from_table
@@ -128,27 +127,32 @@ class ArchiveIndex:
         return rows, nxt
 
     def tables(self, filters: TraceFilter, *, batch: int) -> Iterator[pa.Table]:
-        """Every matching episode, as Arrow tables of the layout's columns of at most
-        `batch` rows, in the archive's order (keyset pages, so memory stays flat);
-        ``filters.limit`` caps the total."""
+        """Every matching episode as Arrow tables of the layout's columns, of at most `batch`
+        rows, shard by shard in path order and in each shard in its rows' order (a bulk read
+        needs no global sort, so memory and time stay linear); ``filters.limit`` caps the
+        total."""
         left = filters.limit
-        after: Cursor | None = None
-        shards, view = self.shards(), self.view()
-        while left is None or left > 0:
-            n = batch if left is None else min(batch, left)
-            f = filters.model_copy(update={"limit": n})
-            table = query(
-                self.root, f, embargo=view, shards=shards, after=after, connection=self._con
-            )
-            if table.num_rows == 0:
+        view = self.view()
+        for ref in self.shards():
+            if left is not None and left <= 0:
                 return
-            yield table
-            if table.num_rows < n:
-                return
+            scanned = scan([ref], filters, embargo=view)
+            if scanned is None:
+                continue
+            source, params = scanned
+            sql = f"SELECT * {source}"
             if left is not None:
-                left -= table.num_rows
-            last = table.slice(table.num_rows - 1).select(["block", "episode_id"]).to_pylist()[0]
-            after = Cursor(block=last["block"], episode_id=last["episode_id"])
+                sql += f" LIMIT {int(left)}"
+            relation = self._con.cursor().sql(sql, params=params)
+            # to_arrow_reader since DuckDB 1.4; fetch_record_batch before it
+            read = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
+            reader = read(batch)
+            for record_batch in reader:
+                if record_batch.num_rows == 0:
+                    continue
+                if left is not None:
+                    left -= record_batch.num_rows
+                yield pa.Table.from_batches([record_batch])
 
     def trajectory(self, episode_id: str) -> Trajectory | None:
         """The episode `episode_id`, or None when it is unknown or embargoed (the two are
@@ -181,18 +185,18 @@ class ArchiveIndex:
         return out
 
     def _rows(self, file: str, rows: Sequence[int]) -> pa.Table:
-        """Rows `rows` of shard `file`, reading only the row groups that hold them."""
-        pf = pq.ParquetFile(file)  # one per read: ParquetFile is not shared across threads
-        tables: list[pa.Table] = []
-        start = 0
-        for g in range(pf.metadata.num_row_groups):
-            n = pf.metadata.row_group(g).num_rows
-            inside = [r - start for r in rows if start <= r < start + n]
-            if inside:
-                group = pf.read_row_group(g)
-                tables.append(group.take(pa.array(inside, type=pa.int64())))
-            start += n
-        return pa.concat_tables(tables, promote_options="default")
+        """Rows `rows` of shard `file`. DuckDB pushes the row-number condition into the
+        Parquet scan and decodes only the vectors that hold them."""
+        marks = ", ".join("?" for _ in rows)
+        return (
+            self._con.cursor()
+            .sql(
+                "SELECT * EXCLUDE (file_row_number) FROM read_parquet(?, file_row_number=true) "
+                f"WHERE file_row_number IN ({marks}) ORDER BY file_row_number",
+                params=[file, *rows],
+            )
+            .to_arrow_table()
+        )
 
     def gate_names(self) -> list[str]:
         """The judge gates the newest shard's episodes were judged on (for the gate filter's

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Path, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 
 from shopbench.archive.api.exports import (
@@ -239,7 +239,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         if t is None:
             raise NotFound(f"no episode {episode_id}")
         if r.format == "json":
-            return JSONResponse(t.model_dump(mode="json"))
+            return Response(t.model_dump_json(), media_type="application/json")
         return episode_response(index, [t], r.format, episode_id)
 
     @api.get("/tasks/{task_id}", response_model=TaskEpisodes)
