@@ -14,6 +14,7 @@ import re
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -85,8 +86,10 @@ class TitleMatcher(ABC):
         return TitleMatch(score=s, threshold=t, hit=s >= t)
 
 
+@lru_cache(maxsize=65536)
 def title_tokens(title: str) -> frozenset[str]:
-    """The content words of a title: folded, noise and pack counts dropped, plurals singular.
+    """The content words of a title: folded, noise and pack counts dropped, plurals singular
+    (cached: a round grades the same titles many times).
 
     "Original Pure Leather Belts for Men [Sealed] 2pcs COD" -> {"pure", "leather", "belt",
     "men"}. Accents are stripped and case folded; letters of any script count. A title made
