@@ -289,3 +289,31 @@ def test_an_archive_url_is_pulled_and_verified_first(
     report = json.loads((out / "report.json").read_text())
     assert report["episodes_in"] == len(played[0]) and report["kept"] > 0
     assert report["archive"] == url
+
+
+def test_shortest_success_then_near_duplicates_then_caps(
+    played: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    careful = played[0]
+    again = [
+        sign_trajectory(t.model_copy(update={"episode_id": t.episode_id + "-2"}), SIGNER)
+        for t in careful
+    ]
+    root = _archive(tmp_path / "archive", [*careful, *again, *played[1]])
+    out = tmp_path / "plain"
+    assert _curate("--archive", str(root), "--out", str(out)) == 0
+    plain = json.loads((out / "report.json").read_text())
+    kept_careful = plain["kept_per_miner"][_miner(0)]
+    assert plain["dropped_by_rule"]["dedup"] == kept_careful  # each copy collapses
+    cfg = _write(
+        tmp_path / "c.toml",
+        "[structure]\nshortest_success = true\n[caps]\nmax_per_miner = 3\n",
+    )
+    out = tmp_path / "capped"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    reasons = report["rules"]["structure"]["reasons"]
+    assert any(r.startswith("a shorter success of this task by this miner") for r in reasons)
+    assert report["dropped_by_rule"]["dedup"] == 0
+    assert set(report["kept_per_miner"].values()) == {3}
+    assert all(r.startswith("miner cap") for r in report["rules"]["caps"]["reasons"])

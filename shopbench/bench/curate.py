@@ -1,7 +1,8 @@
 """Benchmark of curation: episodes per second on one core, and peak memory as the archive grows.
 
 The archive is the archive bench's: real episodes (reference policies on product tasks over a
-2,000-product catalog from seed 7) copied with new ids and varied intents, miners, clusters,
+2,000-product catalog from seed 7), judged by the rubric as a validator archives them,
+copied with new ids and varied intents, miners, clusters,
 scores and successes (:func:`shopbench.bench.archive.synthesise`), each copy signed by the
 given signer and sealed into signed shards. Each size is curated with the release's config
 in a fresh process (so its peak RSS is its own), one DuckDB thread, ``OMP_NUM_THREADS=1``;
@@ -74,6 +75,15 @@ def _archive(base: list, n: int, root: Path, signer: Signer, seed: int) -> None:
             write_shard(group, str(root), signer=signer)
 
 
+def _judged(base: list) -> list:  # type: ignore[type-arg]
+    """The base episodes as a validator archives them: judged by the rubric and scored."""
+    from shopbench.judging.rubric.judge import RubricJudge
+    from shopbench.scoring.score import with_judgement
+
+    judge = RubricJudge()
+    return [with_judgement(t, judge.judge(t)) for t in base]
+
+
 def _curate_child(root: str, out: str, verifier: Verifier | None) -> tuple[int, int, float, float]:
     os.environ["OMP_NUM_THREADS"] = "1"
     from shopbench.curation.config import load_config
@@ -102,7 +112,7 @@ def run_curate_bench(
     work.mkdir(parents=True, exist_ok=True)
     runs: list[SizeFigure] = []
     try:
-        base = _base_records(cfg.base_episodes, cfg.seed, work)
+        base = _judged(_base_records(cfg.base_episodes, cfg.seed, work))
         context = multiprocessing.get_context("spawn")
         for n in cfg.sizes:
             root, out = work / f"archive-{n}", work / f"curated-{n}"
