@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import socket
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -383,3 +387,37 @@ def test_the_openapi_document_lists_the_routes_and_filters(api: httpx.Client) ->
     names = {p["name"] for p in spec["paths"]["/v1/trajectories"]["get"]["parameters"]}
     assert {"intent", "success", "text", "slow_turn_ms", "gate_failed", "cursor", "format"} <= names
     assert api.get("/docs").status_code == 200
+
+
+def test_archive_serve_pulls_a_url_verified_and_serves_it(
+    api: httpx.Client, arena: tuple[Path, str, dict], tmp_path: Path
+) -> None:
+    hotkey = arena[2]["validator"]["hotkey"]
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    cache = tmp_path / "cache"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "shopbench.cli", "archive", "serve", "--root", str(api.base_url),
+         "--validator", hotkey, "--cache", str(cache), "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            try:
+                stats = httpx.get(f"http://127.0.0.1:{port}/v1/stats", timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert stats.status_code == 200 and stats.json()["episodes"] == 24
+        assert {t.episode_id for t in read_store(cache)} == {
+            r["episode_id"] for r in _all_pages(api, {"limit": "500"})
+        }
+    finally:
+        server.terminate()
+        server.wait(10)
+    refused = CliRunner().invoke(cli_app, ["archive", "serve", "--root", str(api.base_url)])
+    assert refused.exit_code != 0 and "--validator" in refused.output
