@@ -18,7 +18,9 @@ _OPTION_HELP = "fsspec storage option KEY=VALUE (repeatable), e.g. key=…, secr
 
 
 def pull_command(
-    source: str = typer.Option(..., "--from", help="s3://bucket/prefix, file:///path or DIR"),
+    source: str = typer.Option(
+        ..., "--from", help="s3://bucket/prefix, file:///path, DIR, or http(s)://HOST (a server)"
+    ),
     validator: str = typer.Option(..., "--validator", help="the publishing validator's hotkey"),
     out: Path = typer.Option(..., "--out", help="local folder to pull into"),
     since: int | None = typer.Option(
