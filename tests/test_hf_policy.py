@@ -238,3 +238,39 @@ def test_a_bad_model_path_is_one_line_from_the_cli(
         ])  # fmt: skip
     assert e.value.code == 2
     assert "no such model directory" in capsys.readouterr().err
+
+
+def test_distill_eval_tables_the_model_against_a_baseline(
+    taught_model: Path, catalog_dir: Path, tasks: list[Task], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    task_file = tmp_path / "tasks.jsonl"
+    write_tasks(task_file, tasks)
+    out = tmp_path / "table"
+    main([
+        "distill", "eval", "--model", f"hf:{taught_model}", "--baseline", "careful",
+        "--tasks", str(task_file), "--catalog", str(catalog_dir), "--out", str(out),
+        "--quiet", "--resamples", "200", "--max-tokens", "64",
+    ])  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    model = report["model"]["overall"]["metrics"]
+    # The taught model always ends at once: complete and well-formed, never successful.
+    assert model["asr"]["value"] == 0.0
+    assert model["completion"] == {"value": 1.0, "low": 1.0, "high": 1.0}
+    assert model["valid_tool_calls"]["value"] == 1.0
+    baseline = report["baseline"]["overall"]["metrics"]
+    diff = report["difference"]["overall"]["asr"]
+    assert diff["value"] == pytest.approx(-baseline["asr"]["value"]) and diff["high"] <= 0
+    assert "live" in capsys.readouterr().err  # these tasks are not held out, and it says so
+
+
+def test_the_bench_reports_batched_and_unbatched_rates(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["bench", "hf-policy", "--batch", "2", "--new-tokens", "3"])
+    result = json.loads(capsys.readouterr().out)
+    (tiny,) = result["models"]
+    assert tiny["model"] == "tiny-qwen3" and tiny["turns"] == 2
+    assert tiny["unbatched_tokens_per_s"] > 0 and tiny["batched_tokens_per_s"] > 0
+    assert tiny["same_greedy_text"] == 2
+    assert any("SmolLM2" in s for s in result["skipped"])

@@ -59,6 +59,9 @@ def build_tiny_model(
     from tokenizers import AddedToken, Tokenizer, decoders, pre_tokenizers, trainers
     from tokenizers.models import BPE
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     cfg = config or TinyModelConfig()
     tok = Tokenizer(BPE())

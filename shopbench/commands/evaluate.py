@@ -1,4 +1,5 @@
-"""`shopbench eval` (a policy on a task file: ASR, pass@k, reports) and `shopbench bench eval`."""
+"""`shopbench eval` (a policy on a task file: ASR, pass@k, reports), `shopbench bench eval`
+and `shopbench bench hf-policy`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 
 from shopbench.agents.registry import policy_choices
 from shopbench.bench.eval import EvalBenchConfig
+from shopbench.bench.hf_policy import HFBenchConfig
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.runner import EvalConfig
 from shopbench.trajectory.loop import RunLimits
@@ -16,6 +18,7 @@ from shopbench.trajectory.loop import RunLimits
 _EVAL = Flags(EvalConfig)
 _LIMITS = Flags(RunLimits)
 _BENCH = Flags(EvalBenchConfig)
+_HF_BENCH = Flags(HFBenchConfig)
 
 
 def load_tasks(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
@@ -117,4 +120,26 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             )
         )
         data = result.model_dump()
+        typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
+
+    @bench_app.command("hf-policy")
+    def bench_hf_policy(
+        model: Path | None = _HF_BENCH.option("model", "--model"),
+        smollm2: bool = _HF_BENCH.option("smollm2", "--smollm2/--no-smollm2"),
+        smollm2_dir: Path | None = _HF_BENCH.option("smollm2_dir", "--smollm2-dir"),
+        batch: int = _HF_BENCH.option("batch", "--batch"),
+        new_tokens: int = _HF_BENCH.option("new_tokens", "--new-tokens"),
+        threads: int = _HF_BENCH.option("threads", "--threads"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Tokens/s of hf: policies on this CPU, one turn at a time and batched."""
+        from shopbench.bench.hf_policy import run as run_hf
+
+        result = run_hf(
+            _HF_BENCH.build(
+                model=model, smollm2=smollm2, smollm2_dir=smollm2_dir, batch=batch,
+                new_tokens=new_tokens, threads=threads,
+            )
+        )
+        data = result.model_dump(mode="json")
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
