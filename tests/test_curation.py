@@ -156,7 +156,11 @@ def test_curate_measures_every_rule_against_the_true_policies(
     assert {t.trajectory.miner_uid for t in kept} <= {0, 1, 10}
     recovered = [e for e in kept if "recovery" in e.tags]
     assert recovered and all(e.weight == 1.5 for e in recovered)
-    assert all(any(t.startswith("recovery:") for t in e.tags) for e in recovered)
+    for e in recovered:
+        kinds = [t for t in e.tags if t.split(":")[-1] in ("search_retry", "rejected_candidate",
+                                                            "tool_error")]  # fmt: skip
+        turns = [t for t in e.tags if t.startswith("recovery:turns=")]
+        assert kinds and len(turns) == 1
     markdown = (out / "report.md").read_text()
     assert "dishonest removal precision" in markdown and "| narrator | yes |" in markdown
 
@@ -247,6 +251,9 @@ def test_recovery_turns_can_be_masked(played: dict[int, list[Trajectory]], tmp_p
     assert masked
     for e in masked:
         assert e.weight == 2.0 and not all(e.turn_mask) and e.turn_mask[-1]
+        turns = next(t for t in e.tags if t.startswith("recovery:turns="))
+        wrong = {int(i) for i in turns.removeprefix("recovery:turns=").split(",")}
+        assert wrong == {i for i, keep in enumerate(e.turn_mask) if not keep}
 
 
 def test_repeated_calls_and_loops_are_named(played: dict[int, list[Trajectory]]) -> None:

@@ -75,10 +75,15 @@ def recovery_segments(facts: EpisodeFacts, success: bool) -> list[Segment]:
 
 
 def recovery_tags(segments: list[Segment]) -> list[str]:
-    """``recovery`` and one ``recovery:<kind>`` per kind found, or nothing."""
+    """``recovery``, one ``recovery:<kind>`` per kind found and ``recovery:turns=<i,j>`` (the
+    assistant turns, from 0, that went wrong); nothing for no segment."""
     if not segments:
         return []
-    return [RECOVERY_TAG, *sorted({f"{RECOVERY_TAG}:{s.kind}" for s in segments})]
+    wrong = sorted({t for s in segments for t in s.wrong_turns})
+    return [
+        RECOVERY_TAG, *sorted({f"{RECOVERY_TAG}:{s.kind}" for s in segments}),
+        f"{RECOVERY_TAG}:turns={','.join(map(str, wrong))}",
+    ]  # fmt: skip
 
 
 def recovery_mask(segments: list[Segment], assistant_turns: int) -> list[bool] | None:
