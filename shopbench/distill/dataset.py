@@ -6,7 +6,8 @@ the config, the counts, every left-out row by reason, and which clusters went to
 
 Curation's weights carry through by repetition (:func:`~shopbench.distill.split.copies_of`);
 its turn masks through ``train_turns``, which the trainer turns into per-token loss masks.
-Validation rows are never repeated: validation loss stays a plain mean over episodes.
+Validation rows are never repeated (validation loss stays a plain mean over episodes); an
+episode of weight 0 is left out of both splits.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
             side = split_of(
                 cluster, seed=config.seed, validation_fraction=config.validation_fraction
             )
-            copies = 1
+            copies = 1 if episode.weight > 0 else 0
             if side == "train":
                 copies = copies_of(episode.weight, seed=config.seed, episode_id=t.episode_id)
             if copies == 0:

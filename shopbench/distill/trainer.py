@@ -90,6 +90,15 @@ def _settle(config: TrainConfig) -> dict[str, Any]:
     }
 
 
+def _checkpointing(on: bool) -> dict[str, bool]:
+    """Activation checkpointing under the name this transformers takes (renamed in 5.x)."""
+    from trl import SFTConfig
+
+    fields = SFTConfig.__dataclass_fields__
+    return {"activation_checkpointing" if "activation_checkpointing" in fields else
+            "gradient_checkpointing": on}  # fmt: skip
+
+
 def _dataset(samples: list[Any]) -> Any:
     from datasets import Dataset
 
@@ -162,11 +171,11 @@ def train(
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         logging_steps=config.logging_steps, save_total_limit=config.save_total_limit,
         seed=config.seed, data_seed=config.seed, use_cpu=settled["use_cpu"],
-        bf16=settled["bf16"], gradient_checkpointing=settled["gradient_checkpointing"],
+        bf16=settled["bf16"],
         use_liger_kernel=settled["use_liger_kernel"], report_to=config.report_to,
         deepspeed=config.deepspeed, dataloader_num_workers=config.dataloader_num_workers,
         packing=config.packing, max_length=samples.lengths.max_length,
-        assistant_only_loss=False, disable_tqdm=True, **strategy,
+        assistant_only_loss=False, **strategy, **_checkpointing(settled["gradient_checkpointing"]),
     )  # fmt: skip
     trainer = SFTTrainer(
         model=net, args=args, train_dataset=_dataset(samples.train),
@@ -181,7 +190,8 @@ def train(
     tokenizer.save_pretrained(str(model_dir))
     final = trainer.model
     merged_dir = None
-    if config.lora and config.merge_lora:
+    # A sharded (ZeRO-3) adapter cannot be merged in place; merge OUT/model afterwards.
+    if config.lora and config.merge_lora and trainer.accelerator.num_processes == 1:
         final = final.merge_and_unload()
         merged_dir = out / "merged"
         final.save_pretrained(str(merged_dir))
@@ -198,6 +208,7 @@ def train(
         train_loss=_losses(history, "loss"), eval_loss=_losses(history, "eval_loss"),
         model_dir=str(model_dir), merged_dir=str(merged_dir) if merged_dir else None,
     )  # fmt: skip
-    (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if trainer.is_world_process_zero():
+        (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     final.eval()
     return Trained(report=report, model=final)
