@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+from shopbench.agents.local.config import HF_PREFIX
+from shopbench.agents.registry import SERVABLE_POLICIES, check_spec, kinds_in_turn
 from shopbench.scoring.consensus import ConsensusConfig
 from template.arena_miners import ArenaError
 
@@ -76,7 +77,7 @@ class ArenaConfig(BaseModel):
     )  # fmt: skip
     policies: list[str] = Field(
         default_factory=lambda: list(DEFAULT_POLICIES), min_length=1,
-        description="reference policies, cycled over the miners",
+        description="reference policies or local models (hf:PATH), cycled over the miners",
     )  # fmt: skip
     add_miners: list[AddedMiner] = Field(
         default_factory=list, description="miners run elsewhere, joined to the arena"
@@ -121,9 +122,12 @@ class ArenaConfig(BaseModel):
     @classmethod
     def _reference(cls, names: list[str]) -> list[str]:
         for name in names:
-            if name not in SERVABLE_POLICIES:
+            if name.startswith(HF_PREFIX):
+                check_spec(name)  # a model directory with weights and a chat template
+            elif name not in SERVABLE_POLICIES:
                 raise ValueError(
-                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)}"
+                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)} or "
+                    "hf:PATH"
                 )
         return names
 

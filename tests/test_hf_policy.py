@@ -274,3 +274,22 @@ def test_the_bench_reports_batched_and_unbatched_rates(
     assert tiny["unbatched_tokens_per_s"] > 0 and tiny["batched_tokens_per_s"] > 0
     assert tiny["same_greedy_text"] == 2
     assert any("SmolLM2" in s for s in result["skipped"])
+
+
+def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> None:
+    from template.arena_config import ArenaConfig
+    from template.base.config import miner_config
+    from template.base.miner import make_agent
+
+    spec = f"hf:{random_model.path}"
+    cfg = miner_config(["--netuid", "1", "--agent.policy", spec], env={})
+    policy, card = make_agent(cfg.agent)
+    assert isinstance(policy, HFPolicy) and card.model == spec
+    assert policy.config.max_new_tokens == HFPolicyConfig.model_fields["max_new_tokens"].default
+    cfg = miner_config(
+        ["--netuid", "1", "--agent.policy", spec, "--agent.max_tokens", "48"], env={}
+    )
+    assert make_agent(cfg.agent)[0].config.max_new_tokens == 48
+    assert ArenaConfig(policies=["careful", spec]).policies == ["careful", spec]
+    with pytest.raises(LocalModelError, match="no such model directory"):
+        ArenaConfig(policies=["hf:/nowhere"])

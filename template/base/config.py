@@ -212,7 +212,9 @@ class AgentConfig(_Section):
     """What answers the validators' turns: a model endpoint or a reference policy."""
 
     policy: str | None = Field(
-        default=None, description="a reference policy (careful, greedy, ...) instead of a model"
+        default=None,
+        description="a reference policy (careful, greedy, ...) or a local model directory "
+        "(hf:PATH) instead of a model server",
     )
     base_url: str | None = Field(
         default=None, description="OpenAI-compatible API root of the model, e.g. "

@@ -36,11 +36,23 @@ UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 def make_agent(config: AgentConfig) -> tuple[Policy, AgentCard]:
     """The policy `config` names and the agent card that describes it."""
+    from shopbench.agents.local.config import HF_PREFIX
     from shopbench.agents.registry import check_spec, make_policy
 
     spec = config.spec()
     check_spec(spec)
-    if config.policy is not None:
+    if config.policy is not None and config.policy.startswith(HF_PREFIX):
+        # The endpoint's defaults (8192 tokens a turn) are not a CPU model's: only what was
+        # set is passed on, the rest is the local policy's own.
+        given = {"temperature": "temperature", "max_tokens": "max_new_tokens"}
+        options = {
+            ours: getattr(config, field)
+            for field, ours in given.items()
+            if field in config.model_fields_set
+        }
+        policy = make_policy(spec, seed=config.seed, **options)
+        card = AgentCard(model=policy.name, revision=config.revision)
+    elif config.policy is not None:
         policy = make_policy(spec, seed=config.seed)
         card = AgentCard(model=f"reference/{config.policy}", revision=shopbench.__version__)
     else:
