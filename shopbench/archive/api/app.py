@@ -44,7 +44,9 @@ def create_app(config: ApiConfig, index: ArchiveIndex | None = None) -> Any:
         index, page_size=config.page_size, max_page_size=config.max_page_size,
         stream_batch=config.stream_batch, max_eval_samples=config.max_eval_samples,
     ))  # fmt: skip
-    app.include_router(pages.router(index, page_size=config.page_size))
+    app.include_router(
+        pages.router(index, page_size=config.page_size, max_page_size=config.max_page_size)
+    )
     app.include_router(mirror.router(index))
     app.mount("/static", StaticFiles(packages=[("shopbench.archive.api", "static")]), "static")
 

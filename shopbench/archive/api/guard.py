@@ -36,7 +36,9 @@ _DOCS = ("/docs", "/redoc")
 _MAX_CLIENTS = 100_000
 
 
-async def _answer(send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]):  # type: ignore[no-untyped-def]
+async def _answer(
+    send: Any, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> None:
     data = json.dumps(body).encode()
     await send({
         "type": "http.response.start", "status": status,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -33,6 +33,8 @@ LIST_COLUMNS: tuple[str, ...] = (
     "turns", "tool_calls", "termination", "started_at", "total_ms",
 )  # fmt: skip
 """The columns of one row of an episode list."""
+_MEMO_ENTRIES = 256
+T = TypeVar("T")
 
 
 class ArchiveIndex:
@@ -56,6 +58,7 @@ class ArchiveIndex:
         self._embargo = EmbargoState()
         self._checked = float("-inf")
         self._gates: tuple[str, list[str]] = ("", [])
+        self._memo: dict[tuple[str, str], Any] = {}
         self.refresh(force=True)
 
     # -- the shards ----------------------------------------------------------------------
@@ -83,6 +86,8 @@ class ArchiveIndex:
                     "file_row_number=true, union_by_name=true)",
                     [new],
                 )
+            if gone or new or embargo != self._embargo:
+                self._memo.clear()
             self._refs, self._embargo = refs, embargo
             self._checked = time.monotonic()
 
@@ -197,6 +202,21 @@ class ArchiveIndex:
             )
             .to_arrow_table()
         )
+
+    def memo(self, name: str, filters: TraceFilter, compute: Callable[[], T]) -> T:
+        """`compute()`, kept until the shards or the embargo change (aggregates over the
+        whole archive — the leaderboard, the counts — are asked for on every page)."""
+        self.refresh()
+        key = (name, filters.model_dump_json())
+        with self._lock:
+            if key in self._memo:
+                return self._memo[key]  # type: ignore[no-any-return]
+        value = compute()
+        with self._lock:
+            if len(self._memo) >= _MEMO_ENTRIES:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[key] = value
+        return value
 
     def gate_names(self) -> list[str]:
         """The judge gates the newest shard's episodes were judged on (for the gate filter's

@@ -133,7 +133,7 @@ def _query_string(values: dict[str, Any], **extra: Any) -> str:
     return urlencode(items)
 
 
-def router(index: ArchiveIndex, *, page_size: int) -> APIRouter:
+def router(index: ArchiveIndex, *, page_size: int, max_page_size: int) -> APIRouter:
     """The browser's routes over `index`."""
     pages = APIRouter(include_in_schema=False)
 
@@ -145,7 +145,9 @@ def router(index: ArchiveIndex, *, page_size: int) -> APIRouter:
 
     @pages.get("/episodes", response_class=HTMLResponse)
     def list_page(request: Request) -> HTMLResponse:
-        r = read_request(request, formats=("json",), max_limit=500, default_limit=page_size)
+        r = read_request(
+            request, formats=("json",), max_limit=max_page_size, default_limit=page_size
+        )
         values = {k: request.query_params.get(k) for k in FORM_FIELDS}
         rows, nxt = index.page(r.filters, limit=r.limit or page_size, after=r.cursor)
         filters_qs = _query_string(values)

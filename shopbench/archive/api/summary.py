@@ -57,6 +57,10 @@ def leaderboard(
 ) -> Leaderboard:
     """The leaderboard of the episodes matching `filters` (see the module docstring)."""
     alpha = ConsensusConfig().ema_alpha if alpha is None else alpha
+    return index.memo(f"leaderboard:{alpha}", filters, lambda: _leaderboard(index, filters, alpha))
+
+
+def _leaderboard(index: ArchiveIndex, filters: TraceFilter, alpha: float) -> Leaderboard:
     rows = index.sql(
         "miner_uid, miner_hotkey, block, count(*), sum(CAST(success AS INTEGER)), "
         "sum(coalesce(judge_score, 0)), sum(coalesce(score, 0))",
@@ -113,6 +117,10 @@ class Stats(BaseModel):
 
 def stats(index: ArchiveIndex, filters: TraceFilter) -> Stats:
     """Counts by intent, split, termination and failed judge gate."""
+    return index.memo("stats", filters, lambda: _stats(index, filters))
+
+
+def _stats(index: ArchiveIndex, filters: TraceFilter) -> Stats:
     grouped = index.sql(
         "grouping(intent), grouping(split), grouping(termination), intent, split, termination, "
         "count(*)",
