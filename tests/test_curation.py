@@ -161,6 +161,8 @@ def test_curate_measures_every_rule_against_the_true_policies(
                                                             "tool_error")]  # fmt: skip
         turns = [t for t in e.tags if t.startswith("recovery:turns=")]
         assert kinds and len(turns) == 1
+    assert _curate("--archive", str(root), "--out", str(out)) == 2
+    assert "already holds a curated set" in capsys.readouterr().err
     markdown = (out / "report.md").read_text()
     assert "dishonest removal precision" in markdown and "| narrator | yes |" in markdown
 
@@ -240,6 +242,7 @@ def test_nothing_kept_is_an_error_and_writes_no_data(
     assert _curate("--archive", str(root), "--out", str(out)) == 2
     assert "nothing kept of" in capsys.readouterr().err
     assert (out / "report.json").exists() and not (out / "data").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
 
 
 def test_recovery_turns_can_be_masked(played: dict[int, list[Trajectory]], tmp_path: Path) -> None:

@@ -90,13 +90,19 @@ def _with_curation(
     return table.replace_schema_metadata(CURATED_SCHEMA.metadata)
 
 
+def check_unwritten(out: Path) -> None:
+    """CuratedSetError when `out` already holds a curated set (one is written once)."""
+    data = Path(out) / DATA_DIR
+    if data.exists() and any(data.glob(FILE_GLOB)):
+        raise CuratedSetError(f"{data} already holds a curated set")
+
+
 class CuratedWriter:
     """Writes a curated set file by file, from archive tables and curation's columns."""
 
     def __init__(self, out: Path, *, rows_per_file: int = ROWS_PER_FILE) -> None:
+        check_unwritten(out)
         self.data = Path(out) / DATA_DIR
-        if self.data.exists() and any(self.data.glob(FILE_GLOB)):
-            raise CuratedSetError(f"{self.data} already holds a curated set")
         self.rows_per_file = rows_per_file
         self.files: list[Path] = []
         self.rows = 0

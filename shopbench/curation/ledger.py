@@ -11,6 +11,7 @@ however large the archive. The second pass reads the kept rows back in archive o
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ class Ledger:
         import duckdb
 
         work.mkdir(parents=True, exist_ok=True)
+        self.work = work
         self.path = work / "ledger.duckdb"
         self.path.unlink(missing_ok=True)
         self.db = duckdb.connect(str(self.path))
@@ -73,10 +75,9 @@ class Ledger:
         self._created = False
 
     def close(self) -> None:
-        """Close the database and remove its file."""
+        """Close the database and remove its folder."""
         self.db.close()
-        self.path.unlink(missing_ok=True)
-        self.path.with_suffix(".duckdb.wal").unlink(missing_ok=True)
+        shutil.rmtree(self.work, ignore_errors=True)
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Append episode rows (dicts of :data:`LEDGER_SCHEMA`'s fields)."""

@@ -23,7 +23,7 @@ from shopbench.archive.signing import Verifier
 from shopbench.archive.sink import SinkError
 from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
-from shopbench.curation.curated import CuratedWriter
+from shopbench.curation.curated import CuratedWriter, check_unwritten
 from shopbench.curation.errors import CurationError, EmptyResult
 from shopbench.curation.features import content_words, episode_facts
 from shopbench.curation.ledger import Ledger
@@ -166,6 +166,7 @@ def curate(
     ``report.md``); the report. EmptyResult (after writing the report) when nothing is
     kept; CurationError for a config, archive, truth or test set that cannot be used."""
     out = Path(out)
+    check_unwritten(out)
     curator = Curator(cfg, verifier, truth)  # test sets load before any work
     root = local_archive(archive, out / PULLED_DIR, validator=validator, verifier=verifier)
     listed = list_shards(root, verifier if cfg.validity.verify_signatures else None)
