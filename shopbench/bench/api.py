@@ -9,6 +9,7 @@ this process, one request at a time. Figures:
 - a filtered list page (intent + success + score range, 50 episodes, random intent, the
   first page or a later one through the cursor): p50 and p99 latency;
 - one trajectory by id (random ids of the archive): p50 and p99;
+- a page of a full-text search (a scan of every conversation): p50 over five words;
 - bulk JSONL streaming (``format=jsonl``): episodes per second, whole records;
 - the service's start (spawn to first answer: imports, listing the shards, the id index)
   and the server process's peak RSS.
@@ -59,6 +60,9 @@ class ApiBenchResult(BaseModel):
     list_page_mean_rows: float
     trajectory_p50_ms: float
     trajectory_p99_ms: float
+    text_search_p50_ms: float = Field(
+        description="a page of a full-text search (query, reasoning, content): a scan"
+    )
     jsonl_episodes: int
     jsonl_episodes_per_s: float
     jsonl_mb_per_s: float
@@ -124,6 +128,7 @@ def run_api_bench(cfg: ApiBenchConfig) -> ApiBenchResult:
             start_s = time.perf_counter() - t0
             pages, rows, ids = _pages(c, cfg, rng)
             singles = _singles(c, rng.sample(ids, min(cfg.requests, len(ids))))
+            searches = _searches(c, ("cheapest", "budget", "compare", "official", "shop"))
             lines, size, stream_s = _stream(c, cfg.stream)
         rss = _peak_rss_mib(server.pid)
     finally:
@@ -135,6 +140,7 @@ def run_api_bench(cfg: ApiBenchConfig) -> ApiBenchResult:
         list_page_p50_ms=_pct(pages, 0.5), list_page_p99_ms=_pct(pages, 0.99),
         list_page_mean_rows=round(rows / len(pages), 1),
         trajectory_p50_ms=_pct(singles, 0.5), trajectory_p99_ms=_pct(singles, 0.99),
+        text_search_p50_ms=_pct(searches, 0.5),
         jsonl_episodes=lines, jsonl_episodes_per_s=round(lines / stream_s, 1),
         jsonl_mb_per_s=round(size / stream_s / 1e6, 2), server_peak_rss_mib=rss,
     )  # fmt: skip
@@ -170,6 +176,15 @@ def _singles(c: Any, ids: list[str]) -> list[float]:
         r = c.get(f"/v1/trajectories/{episode_id}")
         out.append((time.perf_counter() - t) * 1000)
         r.raise_for_status()
+    return out
+
+
+def _searches(c: Any, words: tuple[str, ...]) -> list[float]:
+    out: list[float] = []
+    for word in words:
+        t = time.perf_counter()
+        c.get("/v1/trajectories", params={"text": word, "limit": "50"}).raise_for_status()
+        out.append((time.perf_counter() - t) * 1000)
     return out
 
 
