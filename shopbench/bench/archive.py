@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +51,10 @@ class ArchiveBenchConfig(BaseModel):
     rss_sizes: list[int] = Field(
         default=[10_000, 40_000, 160_000], description="archive sizes of the memory figure"
     )
+    figures: list[Literal["ingest", "query", "rss"]] = Field(
+        default=["ingest", "query", "rss"],
+        description="which figures to measure: ingest rates, the query and bytes, peak RSS",
+    )
     base_episodes: int = Field(default=64, ge=4, description="real episodes played")
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
     seed: int = 0
@@ -62,23 +66,26 @@ class ArchiveBenchResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     base_episodes: int = Field(description="real episodes the copies were made from")
-    ingest_episodes: int
-    ingest_group_commit_per_s: float = Field(
-        description="episodes/s acknowledged, many concurrent puts sharing each fsync"
+    ingest_episodes: int | None = None
+    ingest_group_commit_per_s: float | None = Field(
+        default=None, description="episodes/s acknowledged, many concurrent puts sharing each fsync"
     )
-    ingest_group_commit_sealed_per_s: float = Field(
-        description="the same ingest, counted until every episode is also in a signed shard"
+    ingest_group_commit_sealed_per_s: float | None = Field(
+        default=None,
+        description="the same ingest, counted until every episode is also in a signed shard",
     )
-    ingest_per_episode_fsync_per_s: float
-    query_episodes: int
-    query_matches: int
-    query_s: float
-    jsonl_scan_s: float
-    query_speedup: float
-    shard_bytes_per_episode: float
-    jsonl_bytes_per_episode: float
-    bytes_ratio: float = Field(description="shard bytes / JSONL bytes")
-    peak_rss_mib: dict[int, float] = Field(description="archive size → peak RSS while ingesting")
+    ingest_per_episode_fsync_per_s: float | None = None
+    query_episodes: int | None = None
+    query_matches: int | None = None
+    query_s: float | None = None
+    jsonl_scan_s: float | None = None
+    query_speedup: float | None = None
+    shard_bytes_per_episode: float | None = None
+    jsonl_bytes_per_episode: float | None = None
+    bytes_ratio: float | None = Field(default=None, description="shard bytes / JSONL bytes")
+    peak_rss_mib: dict[int, float] | None = Field(
+        default=None, description="archive size → peak RSS while ingesting"
+    )
 
 
 def play_episodes(env: ShoppingEnv, n: int, seed: int) -> list[Trajectory]:
@@ -262,27 +269,40 @@ def run_archive_bench(cfg: ArchiveBenchConfig) -> ArchiveBenchResult:
     owned = cfg.work is None
     work = Path(cfg.work or tempfile.mkdtemp(prefix="shopbench-archive-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {}
     try:
         base = _base_records(cfg.base_episodes, cfg.seed, work)
-        ingest = synthesise(base, cfg.ingest, cfg.seed + 1)
-        shutil.rmtree(work / "ingest", ignore_errors=True)
-        group, group_sealed = _ingest_rate(ingest, work / "ingest" / "group", group=True)
-        single_n = max(100, cfg.ingest // 20)  # one fsync each: a sample is enough
-        single, _ = _ingest_rate(ingest[:single_n], work / "ingest" / "single", group=False)
-        shutil.rmtree(work / "ingest", ignore_errors=True)
-        matches, query_s, scan_s, shard_bytes, jsonl_bytes = _query_figures(base, cfg, work)
-        rss = _peak_rss(base, cfg.rss_sizes, work)
+        out["base_episodes"] = len(base)
+        if "ingest" in cfg.figures:
+            out |= _ingest_figures(base, cfg, work)
+        if "query" in cfg.figures:
+            matches, query_s, scan_s, shard_bytes, jsonl_bytes = _query_figures(base, cfg, work)
+            out |= {
+                "query_episodes": cfg.episodes, "query_matches": matches,
+                "query_s": round(query_s, 4), "jsonl_scan_s": round(scan_s, 3),
+                "query_speedup": round(scan_s / query_s, 1),
+                "shard_bytes_per_episode": round(shard_bytes / cfg.episodes, 1),
+                "jsonl_bytes_per_episode": round(jsonl_bytes / cfg.episodes, 1),
+                "bytes_ratio": round(shard_bytes / jsonl_bytes, 4),
+            }  # fmt: skip
+        if "rss" in cfg.figures:
+            out["peak_rss_mib"] = _peak_rss(base, cfg.rss_sizes, work)
     finally:
         if owned:
             shutil.rmtree(work, ignore_errors=True)
-    return ArchiveBenchResult(
-        base_episodes=len(base), ingest_episodes=cfg.ingest,
-        ingest_group_commit_per_s=round(group, 1),
-        ingest_group_commit_sealed_per_s=round(group_sealed, 1),
-        ingest_per_episode_fsync_per_s=round(single, 1),
-        query_episodes=cfg.episodes, query_matches=matches, query_s=round(query_s, 4),
-        jsonl_scan_s=round(scan_s, 3), query_speedup=round(scan_s / query_s, 1),
-        shard_bytes_per_episode=round(shard_bytes / cfg.episodes, 1),
-        jsonl_bytes_per_episode=round(jsonl_bytes / cfg.episodes, 1),
-        bytes_ratio=round(shard_bytes / jsonl_bytes, 4), peak_rss_mib=rss,
-    )  # fmt: skip
+    return ArchiveBenchResult(**out)
+
+
+def _ingest_figures(base: list[Trajectory], cfg: ArchiveBenchConfig, work: Path) -> dict[str, Any]:
+    ingest = synthesise(base, cfg.ingest, cfg.seed + 1)
+    shutil.rmtree(work / "ingest", ignore_errors=True)
+    group, group_sealed = _ingest_rate(ingest, work / "ingest" / "group", group=True)
+    single_n = max(100, cfg.ingest // 20)  # one fsync each: a sample is enough
+    single, _ = _ingest_rate(ingest[:single_n], work / "ingest" / "single", group=False)
+    shutil.rmtree(work / "ingest", ignore_errors=True)
+    return {
+        "ingest_episodes": cfg.ingest,
+        "ingest_group_commit_per_s": round(group, 1),
+        "ingest_group_commit_sealed_per_s": round(group_sealed, 1),
+        "ingest_per_episode_fsync_per_s": round(single, 1),
+    }

@@ -183,15 +183,28 @@ def bench_archive_command(
         help="episodes ingested through the store for the ingest figures",
     ),
     work: Path | None = typer.Option(None, "--work", help="scratch folder (default: a temp dir)"),
+    figures: str = typer.Option(
+        "ingest,query,rss", "--figures",
+        help="comma-separated: ingest (rates), query (query time and bytes), rss (peak memory)",
+    ),
     as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
     """Ingest rate (group commit vs per-episode fsync), filtered query time vs a JSONL scan,
     bytes per episode vs JSONL, and peak memory while ingesting."""
+    from pydantic import ValidationError
+
     from shopbench.bench.archive import ArchiveBenchConfig, run_archive_bench
 
-    report = run_archive_bench(
-        ArchiveBenchConfig(episodes=episodes, ingest=ingest, work=str(work) if work else None)
-    )
+    try:
+        cfg = ArchiveBenchConfig(
+            episodes=episodes, ingest=ingest, work=str(work) if work else None,
+            figures=[f.strip() for f in figures.split(",") if f.strip()],
+        )  # fmt: skip
+    except ValidationError:
+        raise typer.BadParameter(
+            f"{figures!r}: choose from ingest, query, rss", param_hint="--figures"
+        ) from None
+    report = run_archive_bench(cfg)
     typer.echo(report.model_dump_json(indent=None if as_json else 2))
 
 
