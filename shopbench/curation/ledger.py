@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -286,13 +287,17 @@ class Ledger:
             return 0
         return int(self.db.execute(f"SELECT count(*) FROM ep WHERE {_LIVE}").fetchone()[0])
 
-    def kept_between(self, first: int, last: int) -> list[tuple[int, float, list[str], Any]]:
-        """(seq, weight, tags, mask) of the kept episodes with ``first <= seq <= last``."""
-        return self.db.execute(
-            f"SELECT seq, weight, tags, mask FROM ep WHERE {_LIVE} AND seq BETWEEN ? AND ? "
-            "ORDER BY seq",
-            [first, last],
-        ).fetchall()
+    def iter_kept(self, chunk: int = 2048) -> Iterator[tuple[int, float, list[str], Any]]:
+        """(seq, weight, tags, mask) of every kept episode, in seq order, `chunk` at a time."""
+        if self.empty:
+            return
+        cursor = self.db.cursor()
+        try:
+            cursor.execute(f"SELECT seq, weight, tags, mask FROM ep WHERE {_LIVE} ORDER BY seq")
+            while rows := cursor.fetchmany(chunk):
+                yield from rows
+        finally:
+            cursor.close()
 
     def rows(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """The rows of a query over the ledger's ``ep`` table."""

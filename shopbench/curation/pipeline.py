@@ -38,7 +38,7 @@ from shopbench.curation.rules import (
     validity_reason,
 )
 from shopbench.curation.similarity import minhash_words
-from shopbench.curation.source import iter_batches, list_shards, local_archive
+from shopbench.curation.source import Shard, iter_batches, list_shards, local_archive
 from shopbench.curation.truth import Truth
 from shopbench.trajectory.record import Trajectory
 
@@ -151,6 +151,25 @@ class Curator:
         return out
 
 
+def _copy_kept(shards: list[Shard], ledger: Ledger, writer: CuratedWriter) -> None:
+    """Pass two: the kept rows of the shards, read in pass one's order, into `writer`."""
+    kept = ledger.iter_kept()
+    pending = next(kept, None)
+    seq = 0
+    for table in iter_batches(shards):
+        end = seq + table.num_rows
+        rows = []
+        while pending is not None and pending[0] < end:
+            rows.append(pending)
+            pending = next(kept, None)
+        if rows:
+            writer.write(
+                table.take([s - seq for s, _, _, _ in rows]), [w for _, w, _, _ in rows],
+                [list(g or []) for _, _, g, _ in rows], [m for _, _, _, m in rows],
+            )  # fmt: skip
+        seq = end
+
+
 def curate(
     archive: str,
     out: Path,
@@ -188,17 +207,7 @@ def curate(
             )
         writer = CuratedWriter(out)
         try:
-            seq = 0
-            for table in iter_batches(listed.shards):
-                n = table.num_rows
-                kept = ledger.kept_between(seq, seq + n - 1)
-                if kept:
-                    writer.write(
-                        table.take([s - seq for s, _, _, _ in kept]),
-                        [w for _, w, _, _ in kept], [list(g or []) for _, _, g, _ in kept],
-                        [m for _, _, _, m in kept],
-                    )  # fmt: skip
-                seq += n
+            _copy_kept(listed.shards, ledger, writer)
         finally:
             files = writer.close()
         if writer.rows != report.kept:
