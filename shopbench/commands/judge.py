@@ -120,7 +120,9 @@ def calibrate_command(
 def show_command(
     file: Path = typer.Argument(..., help="trajectories: a JSON record or JSONL lines"),
     judge: str = typer.Option("rubric", "--judge", help="judge name (rubric)"),
-    rubric: Path | None = typer.Option(None, "--rubric", help="rubric file (default: v1)"),
+    rubric: Path | None = typer.Option(
+        None, "--rubric", help="rubric file (default: the release's)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""

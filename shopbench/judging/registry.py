@@ -13,7 +13,7 @@ JUDGES: tuple[str, ...] = ("rubric",)
 
 
 def make_judge(name: str = "rubric", rubric: str | None = None) -> Judge:
-    """The judge called `name`; `rubric` is a rubric file (default: the packaged v1).
+    """The judge called `name`; `rubric` is a rubric file (default: the release's, v2).
 
     Raises :class:`JudgeError` naming the allowed judges for an unknown name.
     """
