@@ -327,3 +327,16 @@ def test_shortest_success_then_near_duplicates_then_caps(
     assert report["dropped_by_rule"]["dedup"] == 0
     assert set(report["kept_per_miner"].values()) == {3}
     assert all(r.startswith("miner cap") for r in report["rules"]["caps"]["reasons"])
+
+
+def test_bench_curate_prints_one_json_object(
+    catalog_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "catalog").symlink_to(catalog_dir)  # the bench's catalog, already built
+    main(["bench", "curate", "--sizes", "300", "--base-episodes", "4", "--work", str(work)])
+    report = json.loads(capsys.readouterr().out)
+    assert [r["episodes"] for r in report["runs"]] == [300]
+    assert all(r["episodes_per_s"] > 0 and r["peak_rss_mib"] > 0 for r in report["runs"])
+    assert report["verify"] is True

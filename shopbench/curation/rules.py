@@ -42,7 +42,9 @@ def validity_reason(
         if unanswered:
             return f"{len(unanswered)} tool call(s) without a result ({unanswered[0].name})"
     if p.require_one_recommendation:
-        accepted = [c for c in facts.calls if c.name == RECOMMEND and c.error is None]
+        accepted = [
+            c for c in facts.calls if c.name == RECOMMEND and c.answered and c.error is None
+        ]
         if len(accepted) != 1:
             return f"{len(accepted)} accepted recommendations, not 1"
     if p.require_shown_ids:
