@@ -274,6 +274,30 @@ def record_dicts(table: pa.Table) -> list[dict[str, Any]]:
     return [_record(row) for row in table.select(SCHEMA.names).to_pylist()]
 
 
+_JSON_TEXT = (
+    ("tools", "tools_json"), ("token_map", "token_map_json"), ("outcome", "outcome_json"),
+    ("judge", "judge_json"), ("timings", "timings_json"),
+)  # fmt: skip
+_TOOL_LOG_FIELDS = ("turn", "name", "result_digest", "error", "latency_ms")
+
+
+def record_json_sql() -> str:
+    """A DuckDB expression over :data:`SCHEMA`'s columns whose value is each row's record as
+    JSON text — the same mapping as :func:`record_dicts`, done by DuckDB, for bulk reads:
+    ``Trajectory.model_validate_json`` of it is the record :func:`from_table` builds. The
+    open shapes are spliced in as the JSON text they are stored as, never re-parsed."""
+    plain = ", ".join(f"'{n}', \"{n}\"" for n in _PLAIN)
+    log = ", ".join(f"'{n}', e.{n}" for n in _TOOL_LOG_FIELDS)
+    opened = ", ".join(f"'{name}', json(\"{column}\")" for name, column in _JSON_TEXT)
+    return (
+        f"CAST(json_object({plain}, 'messages', \"messages\", "
+        f"'tool_log', list_transform(\"tool_log\", lambda e: json_object({log}, "
+        f"'arguments', json(e.arguments))), {opened}, "
+        "'signature', CASE WHEN \"signer\" IS NULL THEN NULL ELSE "
+        "json_object('signer', \"signer\", 'signature', \"signature\") END) AS VARCHAR)"
+    )
+
+
 def trajectory_json_schema() -> str:
     """The JSON Schema of :class:`Trajectory` as the text ``docs/trajectory.schema.json``
     holds (sorted keys, two-space indent, trailing newline)."""

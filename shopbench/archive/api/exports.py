@@ -52,16 +52,19 @@ def trl_row(record: Trajectory | Mapping[str, Any]) -> dict[str, Any]:
     return {"messages": messages, "tools": record["tools"]}
 
 
-def jsonl_lines(tables: Iterable[pa.Table], fmt: str) -> Iterator[bytes]:
-    """Each episode of `tables` as one line: the record (``jsonl``, which
-    ``Trajectory.model_validate_json`` reads back as archived) or its TRL row (``trl``)."""
+def trl_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
+    """Each episode of `tables` (the layout's columns) as its TRL row, one JSON line each."""
     for table in tables:
-        records = record_dicts(table)
-        if fmt == "trl":
-            lines = [pydantic_core.to_json(trl_row(r)) for r in records]
-        else:
-            lines = [pydantic_core.to_json(r) for r in records]
-        yield b"\n".join(lines) + b"\n"
+        rows = [pydantic_core.to_json(trl_row(r)) for r in record_dicts(table)]
+        yield b"\n".join(rows) + b"\n"
+
+
+def record_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
+    """The ``line`` column of `tables` (records as JSON text, by
+    :func:`~shopbench.archive.layout.record_json_sql`), one per line."""
+    for table in tables:
+        lines = table.column("line").to_pylist()
+        yield ("\n".join(lines) + "\n").encode("utf-8")
 
 
 class _Chunks(io.RawIOBase):

@@ -131,11 +131,11 @@ class ArchiveIndex:
         nxt = Cursor(block=rows[-1]["block"], episode_id=rows[-1]["episode_id"]) if more else None
         return rows, nxt
 
-    def tables(self, filters: TraceFilter, *, batch: int) -> Iterator[pa.Table]:
-        """Every matching episode as Arrow tables of the layout's columns, of at most `batch`
-        rows, shard by shard in path order and in each shard in its rows' order (a bulk read
-        needs no global sort, so memory and time stay linear); ``filters.limit`` caps the
-        total."""
+    def tables(self, filters: TraceFilter, *, batch: int, select: str = "*") -> Iterator[pa.Table]:
+        """Every matching episode as Arrow tables of the layout's columns (or of `select`, the
+        service's own SQL), of at most `batch` rows, shard by shard in path order and in each
+        shard in its rows' order (a bulk read needs no global sort, so memory and time stay
+        linear); ``filters.limit`` caps the total."""
         left = filters.limit
         view = self.view()
         for ref in self.shards():
@@ -145,7 +145,7 @@ class ArchiveIndex:
             if scanned is None:
                 continue
             source, params = scanned
-            sql = f"SELECT * {source}"
+            sql = f"SELECT {select} {source}"
             if left is not None:
                 sql += f" LIMIT {int(left)}"
             relation = self._con.cursor().sql(sql, params=params)
