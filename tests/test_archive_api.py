@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from api_archives import HOSTILE, PAYLOADS, VALIDATOR, embargoed, hostile, run_arena
+from api_archives import HOSTILE, PAYLOADS, VALIDATOR, embargoed, hostile, run_arena, store
 from keyed_hash import KeyedHash
 from typer.testing import CliRunner
 
@@ -421,3 +421,17 @@ def test_archive_serve_pulls_a_url_verified_and_serves_it(
         server.wait(10)
     refused = CliRunner().invoke(cli_app, ["archive", "serve", "--root", str(api.base_url)])
     assert refused.exit_code != 0 and "--validator" in refused.output
+
+
+def test_shards_sealed_while_serving_are_served(
+    arena: tuple[Path, str, dict], records: dict[str, Trajectory], tmp_path: Path
+) -> None:
+    ordered = sorted(records.values(), key=lambda t: t.episode_id)
+    root = store(ordered[:10], tmp_path / "growing", lifted=True)
+    config = ApiConfig(root=str(root), refresh_s=0)
+    with serving(create_app(config)) as url, httpx.Client(base_url=url) as c:
+        assert c.get("/v1/stats").json()["episodes"] == 10
+        assert c.get(f"/v1/trajectories/{ordered[20].episode_id}").status_code == 404
+        store(ordered[10:], root, lifted=True)
+        assert c.get("/v1/stats").json()["episodes"] == 24
+        assert c.get(f"/v1/trajectories/{ordered[20].episode_id}").status_code == 200

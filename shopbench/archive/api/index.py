@@ -59,6 +59,7 @@ class ArchiveIndex:
         self._checked = float("-inf")
         self._gates: tuple[str, list[str]] = ("", [])
         self._memo: dict[tuple[str, str], Any] = {}
+        self._indexed = False
         self.refresh(force=True)
 
     # -- the shards ----------------------------------------------------------------------
@@ -88,6 +89,10 @@ class ArchiveIndex:
                 )
             if gone or new or embargo != self._embargo:
                 self._memo.clear()
+            if not self._indexed:  # after the first bulk insert, then kept up by DuckDB
+                con.execute("CREATE INDEX ids_episode ON ids (episode_id)")
+                con.execute("CREATE INDEX ids_task ON ids (task_id)")
+                self._indexed = True
             self._refs, self._embargo = refs, embargo
             self._checked = time.monotonic()
 
