@@ -16,7 +16,7 @@ from shopbench.evaluate.intervals import (
     paired_difference,
 )
 from shopbench.evaluate.metrics import pass_at_k, pass_hat_k
-from shopbench.evaluate.model_table import metric_names, per_task
+from shopbench.evaluate.model_table import metric_names, per_task, run_table
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.record import Trajectory
@@ -145,6 +145,12 @@ def test_the_valid_call_and_completion_rates_count_malformed_turns(env, heldout:
     assert ratios["valid_tool_calls"] == ([2], [3])  # an invalid id is a well-formed call
     assert ratios["valid_turns"] == ([1], [3])  # turn 1 had a malformed call, turn 3 none
     assert ratios["completion"] == ([0], [1])
+    silent = run_table(
+        [t.model_copy(update={"tool_log": []})], policy="x", samples=1,
+        boot=BootstrapConfig(resamples=100),
+    )
+    assert silent.overall.metrics["valid_tool_calls"] is None  # no call: undefined, not 0
+    assert silent.overall.metrics["valid_turns"].value == 0.0
 
 
 def test_bad_inputs_are_named(

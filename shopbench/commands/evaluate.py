@@ -127,6 +127,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         model: Path | None = _HF_BENCH.option("model", "--model"),
         smollm2: bool = _HF_BENCH.option("smollm2", "--smollm2/--no-smollm2"),
         smollm2_dir: Path | None = _HF_BENCH.option("smollm2_dir", "--smollm2-dir"),
+        prompts: str = _HF_BENCH.option("prompts", "--prompts"),
         batch: int = _HF_BENCH.option("batch", "--batch"),
         new_tokens: int = _HF_BENCH.option("new_tokens", "--new-tokens"),
         threads: int = _HF_BENCH.option("threads", "--threads"),
@@ -137,7 +138,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
         result = run_hf(
             _HF_BENCH.build(
-                model=model, smollm2=smollm2, smollm2_dir=smollm2_dir, batch=batch,
+                model=model, smollm2=smollm2, smollm2_dir=smollm2_dir, prompts=prompts,
+                batch=batch,
                 new_tokens=new_tokens, threads=threads,
             )
         )

@@ -32,7 +32,7 @@ def _cell(e: Estimate | None, signed: bool = False) -> str:
 
 def _table(
     r: ModelEvalReport, model: MetricTable, base: MetricTable | None,
-    diff: dict[str, Estimate] | None,
+    diff: dict[str, Estimate | None] | None,
 ) -> list[str]:
     head = "| metric | model |"
     rule = "|---|---:|"

@@ -9,7 +9,8 @@ Metrics (each a ratio of sums over tasks, see :mod:`shopbench.evaluate.intervals
 - ``completion``: episodes the agent ended with ``terminate`` / episodes.
 - ``valid_tool_calls``: well-formed calls / calls the environment received — a call is
   malformed when it names no known tool or its arguments are not the tool's (unknown_tool,
-  bad_argument); an invalid product id is a well-formed call that chose badly.
+  bad_argument); an invalid product id is a well-formed call that chose badly. Undefined
+  (None, ``–`` in the Markdown) for a run that made no call at all.
 - ``valid_turns``: assistant turns whose every call was well-formed and that made at least
   one / assistant turns (a turn without any call, or one the policy failed, is invalid).
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap, paired_difference
 from shopbench.evaluate.metrics import attempt_counts, pass_at_k, pass_hat_k
@@ -43,7 +44,10 @@ class MetricTable(BaseModel):
 
     tasks: int
     episodes: int
-    metrics: dict[str, Estimate]
+    metrics: dict[str, Estimate | None] = Field(
+        description="None where the metric is undefined (valid_tool_calls of a run that made "
+        "no call)"
+    )
 
 
 class RunTable(BaseModel):
@@ -62,8 +66,8 @@ class DifferenceTable(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    overall: dict[str, Estimate]
-    by_intent: dict[str, dict[str, Estimate]]
+    overall: dict[str, Estimate | None]
+    by_intent: dict[str, dict[str, Estimate | None]]
 
 
 def metric_names(samples: int) -> list[str]:
@@ -125,7 +129,10 @@ def _table(trajectories: Sequence[Trajectory], samples: int, boot: BootstrapConf
     return MetricTable(
         tasks=len(tasks),
         episodes=len(trajectories),
-        metrics={m: bootstrap(num, den, boot) for m, (num, den) in ratios.items()},
+        metrics={
+            m: bootstrap(num, den, boot) if sum(den) > 0 else None
+            for m, (num, den) in ratios.items()
+        },
     )
 
 
@@ -144,17 +151,18 @@ def run_table(
 
 def _paired(
     model: Sequence[Trajectory], base: Sequence[Trajectory], samples: int, boot: BootstrapConfig
-) -> dict[str, Estimate]:
+) -> dict[str, Estimate | None]:
     m_tasks, m = per_task(model, samples)
     b_tasks, b = per_task(base, samples)
     shared = [t for t in m_tasks if t in set(b_tasks)]
     mi = [m_tasks.index(t) for t in shared]
     bi = [b_tasks.index(t) for t in shared]
-    out = {}
+    out: dict[str, Estimate | None] = {}
     for metric in m:
         a = ([m[metric][0][i] for i in mi], [m[metric][1][i] for i in mi])
         b_ = ([b[metric][0][i] for i in bi], [b[metric][1][i] for i in bi])
-        out[metric] = paired_difference(a, b_, boot)
+        defined = sum(a[1]) > 0 and sum(b_[1]) > 0
+        out[metric] = paired_difference(a, b_, boot) if defined else None
     return out
 
 
