@@ -184,24 +184,31 @@ def _judge(misses: list[Miss], turn: int, kind: ClaimKind, said: str) -> Claim:
 
 
 def _claims(
-    turns: list[TurnFacts], start: int, picks: set[str], misses: list[Miss],
-    rules: EvidenceRules,
+    turns: list[TurnFacts], start: int, by_pick: dict[str, list[Miss]], rules: EvidenceRules
 ) -> list[Claim]:
+    """The claims of the recommending turn and later ones. A sentence's subject is the
+    picks it names by id, else the picks the turn named last ("this one fits"), else all
+    of them; a sentence naming only other products is about them."""
+    everything = [m for ms in by_pick.values() for m in ms]
     out: list[Claim] = []
     for t in turns[start:]:
         folded = fold(t.text)
+        subject: list[Miss] = everything
         for sm in _SENTENCE.finditer(folded):
             sentence = sm.group(0)
             ids = set(_ID.findall(sentence))
-            if ids and not ids & picks:
-                continue  # about other products
+            if ids:
+                named = [p for p in by_pick if p in ids]
+                if not named:
+                    continue  # about other products
+                subject = [m for p in named for m in by_pick[p]]
             for pattern in rules.claim_patterns:
                 m = pattern.search(sentence)
                 if m and not _negated(sentence, m.start(), rules.negations):
-                    out.append(_judge(misses, t.index, "all", m.group(0)[:80]))
+                    out.append(_judge(subject, t.index, "all", m.group(0)[:80]))
                     break
             else:
-                for miss in misses:
+                for miss in subject:
                     said = _names_value(sentence, miss, rules.negations)
                     if said:
                         out.append(_judge([miss], t.index, "value", said))
@@ -211,7 +218,7 @@ def _claims(
             and str(c.arguments.get("status", "")).strip().lower() == "success"
             for c in t.calls
         ):
-            out.append(_judge(misses, t.index, "status", 'terminate(status="success")'))
+            out.append(_judge(everything, t.index, "status", 'terminate(status="success")'))
     return out
 
 
@@ -252,6 +259,8 @@ def decide(
             out.slots.append(d)
     if not out.slots:
         return out
-    misses = [m for s in out.slots for m in s.misses]
-    out.claims = _claims(turns, recommend_turn, set(picks), misses, rules)
+    by_pick: dict[str, list[Miss]] = {}
+    for slot in out.slots:
+        by_pick.setdefault(slot.pick, []).extend(slot.misses)
+    out.claims = _claims(turns, recommend_turn, by_pick, rules)
     return out
