@@ -106,6 +106,9 @@ def prepare_command(
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `distill` to the root app and `distill` to the bench group."""
+    from shopbench.commands.distill_rl import register_rl
+
+    register_rl(distill_app)
     app.add_typer(distill_app, name="distill")
 
     from shopbench.bench.distill import DistillBenchConfig

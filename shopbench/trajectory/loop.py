@@ -238,7 +238,7 @@ async def run_episode(
         system_prompt_version=episode.system_prompt_version,
         tools=tools,
         messages=messages,
-        tool_log=_tool_log(episode),
+        tool_log=tool_log(episode),
         failures=failures,
         recommended=tokens,
         recommended_ids=ids,
@@ -259,7 +259,8 @@ async def run_episode(
     )
 
 
-def _tool_log(episode: Episode) -> list[ToolLogEntry]:
+def tool_log(episode: Episode) -> list[ToolLogEntry]:
+    """The episode's own log of calls as the trajectory records it (arguments, digests)."""
     return [
         ToolLogEntry(
             turn=r.turn,
