@@ -120,7 +120,7 @@ def _siblings(pick: str, turns: list[TurnFacts]) -> set[str]:
 
 def _slot_decision(
     grade: SlotGrade, pick: str, record: JudgedRecord, shown: dict[str, Shown],
-    turns: list[TurnFacts], before: int,
+    turns: list[TurnFacts], before: int, products: dict[str, Product | None],
 ) -> SlotDecision | None:
     regrader = Regrader(grade)
     if not regrader.ok:
@@ -139,7 +139,9 @@ def _slot_decision(
     for token, s in shown.items():
         if token == pick or s.viewed_turn is None or s.viewed_turn >= before:
             continue
-        product = _product(token, s, record)
+        if token not in products:  # built once, graded against every slot
+            products[token] = _product(token, s, record)
+        product = products[token]
         if product is not None:
             opened.append(_candidate(token, s, regrader.constraints(product)))
     opened.sort(key=lambda c: c.order)
@@ -251,10 +253,11 @@ def decide(
         return None
     picks = recommended[:1] if outcome.intent in ("product", "knowledge") else recommended
     out = Decisions()
+    products: dict[str, Product | None] = {}
     for grade, pick in zip(outcome.slots, picks, strict=False):
         if grade.product_id is None or not pick:
             continue
-        d = _slot_decision(grade, pick, record, shown, turns, recommend_turn)
+        d = _slot_decision(grade, pick, record, shown, turns, recommend_turn, products)
         if d is not None:
             out.slots.append(d)
     if not out.slots:
