@@ -53,7 +53,7 @@ from shopbench.judging.rubric.grounding import fold
 from shopbench.outcome.constraints import LISTED_KINDS, Regrader, visible
 from shopbench.outcome.grader import ConstraintHit, SlotGrade
 
-_SENTENCE = re.compile(r"[^.!?;\n]+")
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\d)\.(?=\d))+")  # "1,299.50" stays whole
 _ID = re.compile(r"(?<!\d)\d{10}(?!\d)")
 _SERVICE_WORDS: dict[str, tuple[str, ...]] = {
     "freeShipping": ("free shipping", "free delivery"),
