@@ -293,3 +293,21 @@ def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> Non
     assert ArenaConfig(policies=["careful", spec]).policies == ["careful", spec]
     with pytest.raises(LocalModelError, match="no such model directory"):
         ArenaConfig(policies=["hf:/nowhere"])
+
+
+def test_the_cli_and_non_hf_policies_never_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from shopbench.cli import main\n"
+        "from shopbench.agents.registry import check_spec, make_policy\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "make_policy('careful')\n"
+        "try:\n    check_spec('hf:/nowhere')\nexcept Exception as e:\n    print(e)\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "[]"
