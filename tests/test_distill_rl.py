@@ -13,7 +13,7 @@ import pytest
 from local_model import tiny_engine, train_to_say
 
 from shopbench.catalog.schema import Product
-from shopbench.chat import ChatMessage
+from shopbench.chat import ChatMessage, FunctionCall, ToolCall
 from shopbench.cli import main
 from shopbench.distill.rl.environment import (
     KnowledgeEnvironment,
@@ -42,7 +42,7 @@ gradient_accumulation_steps: 1
 max_steps: 2
 learning_rate: 1.0e-3
 max_completion_length: 4096
-max_tool_calling_iterations: 1
+max_tool_calling_iterations: 2
 mask_truncated_completions: false
 rollouts_logged: 2
 """
@@ -174,17 +174,25 @@ def test_the_tools_are_the_toolkits_with_its_validation(
 @pytest.fixture(scope="module")
 def taught(tmp_path_factory: pytest.TempPathFactory, catalog_dir: Path, tasks: list[Task],
            rows: list[dict[str, Any]]) -> Path:  # fmt: skip
-    """A tiny random Qwen3 (small BPE, Qwen3's template) taught to open with one search."""
+    """A tiny random Qwen3 (small BPE, Qwen3's template) taught to search on every turn:
+    after the query and after a search's results (a windowed model: only the tail counts)."""
     env = shared_env(catalog_dir)
     schemas = ShopbenchEnvironment.schemas()
     path = tmp_path_factory.mktemp("rl-model") / "m"
     texts = [env.system_prompt, json.dumps(schemas), REPLY, *(t.query for t in tasks)]
     engine = tiny_engine(path, texts, hidden_size=64, sliding_window=16)
-    prompts = [
-        engine.encode([ChatMessage(role="system", content=env.system_prompt),
-                       ChatMessage(role="user", content=t.query)], schemas)
-        for t in tasks
-    ]  # fmt: skip
+    call = ToolCall(id="call_1", function=FunctionCall(
+        name="find_product", arguments=json.dumps({"q": SEARCH, "page": 1})))  # fmt: skip
+    prompts = []
+    for task, row in zip(tasks, rows, strict=True):
+        replay = ShopbenchEnvironment(catalog_dir)
+        replay.reset(**row)
+        first = [ChatMessage(role="system", content=env.system_prompt),
+                 ChatMessage(role="user", content=task.query)]  # fmt: skip
+        then = [ChatMessage(role="assistant", content="", tool_calls=[call]),
+                ChatMessage(role="tool", tool_call_id="call_1", name="find_product",
+                            content=replay.find_product(q=SEARCH, page=1))]  # fmt: skip
+        prompts += [engine.encode(first, schemas), engine.encode(first + then, schemas)]
     train_to_say(path, prompts, REPLY, steps=60, context=40)
     return path
 
@@ -216,15 +224,19 @@ def test_two_grpo_steps_on_the_cpu_mask_the_tool_results(
     assert (out / "model" / "config.json").is_file()
 
     rollouts = [json.loads(line) for line in (out / ROLLOUTS).read_text().splitlines()]
-    assert len(rollouts) == 4 and all(r["calls"] == ["find_product"] for r in rollouts)
+    # Each generation is an arena turn: one search in turn 1, one in turn 2, then the cap.
+    calls = [{"turn": 1, "name": "find_product", "error": None},
+             {"turn": 2, "name": "find_product", "error": None}]  # fmt: skip
+    assert len(rollouts) == 4 and all(r["calls"] == calls and r["turns"] == 2 for r in rollouts)
     for r in rollouts:
         # What the search returned in this row's episode (same key, same tokens) is exactly
-        # what was kept out of the loss; the call the model wrote stays in it.
+        # what was kept out of the loss, once per turn; the calls the model wrote stay in it.
         replay = ShopbenchEnvironment(catalog_dir)
         replay.reset(**next(row for row in rows if json.loads(row["task"])["id"] == r["task_id"]))
         observation = replay.find_product(q=SEARCH, page=1)
-        assert observation in r["masked_text"] and observation not in r["model_text"]
-        assert r["model_text"].startswith(REPLY) and "find_product" not in r["masked_text"]
+        assert r["masked_text"].count(observation) == 2 and observation not in r["model_text"]
+        assert r["model_text"].startswith(REPLY) and r["model_text"].count(REPLY) >= 2
+        assert "find_product" not in r["masked_text"]
         assert r["masked_tokens"] > len(observation) // 8
 
 

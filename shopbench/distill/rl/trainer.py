@@ -138,7 +138,9 @@ def _grpo_trainer_class() -> type:
                     if env is not None:
                         outcome = env.outcome
                         row.update(
-                            task_id=env.task.id, calls=[r.name for r in env.episode.log],
+                            task_id=env.task.id, turns=env.episode.turn,
+                            calls=[{"turn": r.turn, "name": r.name, "error": r.error}
+                                   for r in env.episode.log],
                             graded_ids=[s.product_id for s in outcome.slots],
                             mean_rule=outcome.mean_rule, success=outcome.success,
                             viewed_slots=env.viewed_slots,
