@@ -198,7 +198,10 @@ def curate(
             if progress is not None:
                 progress(table.num_rows)
         ledger.run(cfg)
-        report = build_report(ledger, cfg, listed.refused, truth=truth, archive=archive)
+        report = build_report(
+            ledger, cfg, listed.refused, truth=truth, archive=archive,
+            test_set_sizes={ts.name: ts.size for ts in curator.test_sets},
+        )  # fmt: skip
         if report.kept == 0:
             write_report(report, out)
             raise EmptyResult(

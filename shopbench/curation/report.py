@@ -159,8 +159,9 @@ def build_report(
     *,
     truth: Truth | None,
     archive: str,
+    test_set_sizes: dict[str, int] | None = None,
 ) -> CurationReport:
-    """The report of a ledger whose rules have run."""
+    """The report of a ledger whose rules have run (`test_set_sizes`: queries per test set)."""
     refused_rows = sum(n for n, _ in refused.values())
     if ledger.empty:
         total = kept = 0
@@ -213,7 +214,7 @@ def build_report(
                 FROM ep"""
         )[0]
     contaminated: dict[str, ContaminationCounts] = {}
-    for path in cfg.contamination.test_sets if cfg.contamination.enabled else []:
+    for path, size in (test_set_sizes or {}).items():
         c, cl, kc, kcl = (0, 0, 0, 0) if ledger.empty else ledger.rows(
             """SELECT count(*) FILTER (list_contains(contaminated_by, ?)),
                       count(*) FILTER (NOT list_contains(coalesce(contaminated_by, []), ?)),
@@ -223,9 +224,6 @@ def build_report(
                FROM ep WHERE r_validity IS NULL""",
             [path, path, path, path],
         )[0]  # fmt: skip
-        from shopbench.curation.contamination import TestSet
-
-        size = TestSet.load(path, cfg.contamination.ngram).size
         contaminated[path] = ContaminationCounts(
             test_queries=size, contaminated=c, clean=cl, kept_contaminated=kc, kept_clean=kcl
         )
