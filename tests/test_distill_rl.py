@@ -168,6 +168,20 @@ def test_the_tools_are_the_toolkits_with_its_validation(
     assert "not shown in this episode" in e.recommend_product(product_ids="1234567890")
 
 
+def test_knowledge_tasks_play_in_the_environment_with_web_search(catalog_dir: Path) -> None:
+    from shopbench.distill.rl.errors import RLDataError
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    built = build_tasks(BuildConfig(catalog=catalog_dir, intents=["knowledge"], n=1, seed=5))
+    [row] = build_rows(built.tasks, shared_env(catalog_dir), seed=0)
+    assert row["environment"] == "knowledge"
+    env = KnowledgeEnvironment(catalog_dir)
+    env.reset(**row)
+    assert env.web_search(q=built.tasks[0].query[:60]).startswith('[{"url":')
+    with pytest.raises(RLDataError, match="plays product, shop, voucher tasks"):
+        ShopbenchEnvironment(catalog_dir).reset(**row)
+
+
 # -- the command ---------------------------------------------------------------------------
 
 
@@ -263,3 +277,25 @@ def test_bad_input_is_one_line_before_training(
         assert code == 2, name
         assert said in err and len(err.splitlines()) == 1, (name, err)
         assert not out.exists(), name
+
+
+def test_the_shipped_config_holds_whole_groups_and_a_lora_run_saves_a_whole_model(
+    taught: Path, catalog_dir: Path, tasks: list[Task], tmp_path: Path
+) -> None:
+    from shopbench.distill.rl.config import load_rl_config
+    from shopbench.distill.rl.trainer import train_rl
+
+    shipped = load_rl_config("grpo")
+    assert shipped.num_generations == 8 and shipped.loss_type == "dapo"
+    assert shipped.per_device_train_batch_size * shipped.gradient_accumulation_steps % 8 == 0
+    assert shipped.max_tool_calling_iterations < 30 and shipped.use_vllm == "auto"
+
+    write_tasks(tmp_path / "live.jsonl", tasks[:1])
+    (tmp_path / "lora.yaml").write_text(FAST.replace("max_steps: 2", "max_steps: 1")
+                                        .replace("iterations: 2", "iterations: 1")
+                                        + "lora: true\nlora_r: 4\n")  # fmt: skip
+    config = load_rl_config(tmp_path / "lora.yaml")
+    report = train_rl(str(taught), tmp_path / "live.jsonl", catalog_dir, tmp_path / "run", config)
+    saved = Path(report.model_dir)
+    assert report.steps == 1 and (saved / "config.json").is_file()
+    assert not (saved / "adapter_config.json").exists()  # merged: hf:OUT/model plays it

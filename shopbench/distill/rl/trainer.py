@@ -258,8 +258,7 @@ def train_rl(model: str, tasks: Path, catalog: Path, out: Path, config: RLConfig
     trainer.train()
     wall = time.perf_counter() - start
     model_dir = out / "model"
-    trainer.save_model(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
+    _save(trainer, tokenizer, model_dir, merge=config.lora)
     names = [getattr(f, "__name__", "reward") for f in funcs]
     report = RLReport(
         model=model, model_dir=str(model_dir), tasks=len(rows), steps=trainer.state.global_step,
@@ -271,6 +270,20 @@ def train_rl(model: str, tasks: Path, catalog: Path, out: Path, config: RLConfig
     )  # fmt: skip
     (out / REPORT).write_text(report.model_dump_json(indent=2), encoding="utf-8")
     return report
+
+
+def _save(trainer: Any, tokenizer: Any, model_dir: Path, *, merge: bool) -> None:
+    """The trained model in `model_dir`: a LoRA run's adapter merged into the base weights
+    (in the main process), so ``hf:OUT/model`` and ``distill eval`` play it as it is."""
+    if merge:
+        trainer.accelerator.wait_for_everyone()
+        if trainer.accelerator.is_main_process:
+            merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+            merged.save_pretrained(str(model_dir))
+    else:
+        trainer.save_model(str(model_dir))
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(str(model_dir))
 
 
 def _world_size() -> int:
