@@ -3,9 +3,11 @@
 The episodes are real (reference policies on product tasks over the 2,000-product catalog
 of seed 7), curated as they are and repeated to `build_episodes`; the model is the tiny
 random Qwen3 of :func:`~shopbench.distill.models.tiny_qwen3` over the shipped small
-tokenizer, trained on CPU (one thread when ``OMP_NUM_THREADS=1``). Figures:
+tokenizer, trained on CPU (one thread when ``OMP_NUM_THREADS=1``) on rows cut to 2,048
+tokens, one row per step. Figures:
 
-- build: curated episodes/s through ``distill build`` (read, rows, split, Parquet);
+- build: curated episodes/s through ``distill build`` (read, rows, split, Parquet), over the
+  played episodes repeated to `build_episodes`;
 - tokenize: samples/s through the training template and the masks;
 - train: tokens/s of full fine-tuning and of LoRA, `steps` steps each, and the loss before
   and after, so a regression in speed or in learning shows.
@@ -25,10 +27,13 @@ class DistillBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    episodes: int = Field(default=32, ge=4, description="real episodes played")
-    build_episodes: int = Field(default=1024, ge=4, description="curated episodes built")
+    episodes: int = Field(default=32, ge=2, description="real episodes played")
+    build_episodes: int = Field(default=1024, ge=2, description="curated episodes built")
     steps: int = Field(default=20, ge=2, description="training steps per figure")
     seed: int = Field(default=0, description="seed of the episodes and the model")
+    catalog: str | None = Field(
+        default=None, description="catalog folder to play on (default: build seed 7's 2,000)"
+    )
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
 
 
@@ -55,22 +60,23 @@ class DistillBenchResult(BaseModel):
     threads: int
 
 
-def _curated(work: Path, cfg: DistillBenchConfig) -> Path:
+def _curated(work: Path, cfg: DistillBenchConfig) -> tuple[Path, Path]:
+    """The played episodes as a curated set, and the same repeated to `build_episodes`."""
     from shopbench.bench.archive import play_episodes
     from shopbench.catalog.store import build_catalog
     from shopbench.curation.curated import CuratedEpisode, write_curated
     from shopbench.env.env import ShoppingEnv
 
-    catalog = work / "catalog"
+    catalog = Path(cfg.catalog) if cfg.catalog else work / "catalog"
     if not catalog.exists():
         build_catalog(catalog, 2000, seed=7, chunk_size=500, workers=1)
     played = play_episodes(ShoppingEnv.open(catalog), cfg.episodes, cfg.seed)
+    write_curated((CuratedEpisode(trajectory=t) for t in played), work / "played")
     repeated = (
         CuratedEpisode(trajectory=played[i % len(played)]) for i in range(cfg.build_episodes)
     )
-    out = work / "curated"
-    write_curated(repeated, out)
-    return out
+    write_curated(repeated, work / "repeated")
+    return work / "played", work / "repeated"
 
 
 def _train(model: Path, data: Path, out: Path, cfg: DistillBenchConfig, lora: bool) -> TrainFigure:
@@ -80,7 +86,7 @@ def _train(model: Path, data: Path, out: Path, cfg: DistillBenchConfig, lora: bo
     config = TrainConfig(
         lora=lora, learning_rate=1e-3 if not lora else 5e-3, max_steps=cfg.steps,
         gradient_accumulation_steps=1, logging_steps=1, save_steps=cfg.steps, warmup_ratio=0.0,
-        max_length=1024, overlong="cut", seed=cfg.seed, merge_lora=False,
+        max_length=2048, overlong="cut", seed=cfg.seed, merge_lora=False, progress=False,
     )  # fmt: skip
     report = train(str(model), data, out, config).report
     return TrainFigure(
@@ -101,26 +107,20 @@ def run_distill_bench(cfg: DistillBenchConfig) -> DistillBenchResult:
 
     with tempfile.TemporaryDirectory(dir=cfg.work) as tmp:
         work = Path(tmp)
-        curated = _curated(work, cfg)
+        played, repeated = _curated(work, cfg)
         started = time.perf_counter()
-        report = build_sft(curated, work / "sft", BuildConfig(seed=cfg.seed))
+        report = build_sft(repeated, work / "sft-repeated", BuildConfig(seed=cfg.seed))
         build_s = time.perf_counter() - started
-        small = BuildConfig(seed=cfg.seed, validation_fraction=0.0)
-        sub = work / "curated-small"
-        from shopbench.curation.curated import read_curated, write_curated
-
-        episodes = read_curated(curated)
-        write_curated((e for _, e in zip(range(cfg.episodes), episodes, strict=False)), sub)
-        build_sft(sub, work / "sft-small", small)
+        build_sft(played, work / "sft", BuildConfig(seed=cfg.seed, validation_fraction=0.0))
         model = tiny_qwen3(work / "tiny", seed=cfg.seed)
         tok = AutoTokenizer.from_pretrained(str(model))
         template = training_template(tok)
-        rows = load_sft(work / "sft-small")["train"]
+        rows = load_sft(work / "sft")["train"]
         started = time.perf_counter()
         lengths = [len(encode_row(tok, template, r).input_ids) for r in rows]
         tokenize_s = time.perf_counter() - started
-        full = _train(model, work / "sft-small", work / "full", cfg, lora=False)
-        lora = _train(model, work / "sft-small", work / "lora", cfg, lora=True)
+        full = _train(model, work / "sft", work / "full", cfg, lora=False)
+        lora = _train(model, work / "sft", work / "lora", cfg, lora=True)
     return DistillBenchResult(
         episodes_played=cfg.episodes, build_episodes=report.episodes,
         build_rows=sum(report.rows.values()),

@@ -106,6 +106,9 @@ def prepare_command(
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `distill` to the root app and `distill` to the bench group."""
+    from shopbench.commands.distill_eval import register_eval
+
+    register_eval(distill_app)
     from shopbench.commands.distill_rl import register_rl
 
     register_rl(distill_app)
@@ -118,12 +121,19 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     @bench_app.command("distill")
     def bench_distill(
         episodes: int = bench.option("episodes", "--episodes"),
+        build_episodes: int = bench.option("build_episodes", "--build-episodes"),
         steps: int = bench.option("steps", "--steps"),
         seed: int = bench.option("seed", "--seed"),
+        catalog: str | None = bench.option("catalog", "--catalog"),
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Build throughput (episodes/s) and tiny-model training tokens/s on this machine."""
         from shopbench.bench.distill import run_distill_bench
 
-        result = run_distill_bench(bench.build(episodes=episodes, steps=steps, seed=seed))
+        result = run_distill_bench(
+            bench.build(
+                episodes=episodes, build_episodes=build_episodes, steps=steps, seed=seed,
+                catalog=catalog,
+            )
+        )
         print(result.model_dump_json(indent=None if as_json else 2))

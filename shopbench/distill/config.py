@@ -72,6 +72,9 @@ class TrainConfig(BaseModel):
     merge_lora: bool = Field(
         default=True, description="also write the LoRA adapter merged into the base weights"
     )
+    progress: bool = Field(
+        default=True, description="progress bar and logged losses on the terminal"
+    )
 
 
 CONFIGS = ("qwen3-4b-full", "qwen3-4b-lora")

@@ -13,6 +13,7 @@ No Qwen3 weights can be fetched here, so the code paths are proved on two stand-
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,12 @@ def prepare_smollm2(out: Path, gguf: Path | None = None) -> Path:
     where, name = str(gguf.parent), gguf.name
     tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
     loaded = AutoModelForCausalLM.from_pretrained(where, gguf_file=name, dtype=torch.float32)
-    # A GGUF-loaded model refuses save_pretrained: rebuild it from its config.
-    model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+    # A GGUF-loaded model refuses save_pretrained and training: rebuild it from its config,
+    # without the quantisation it was read with (the weights are plain float32 now).
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     tied = {"lm_head.weight"} if loaded.config.tie_word_embeddings else set()
     if set(missing) - tied or unexpected:

@@ -175,13 +175,18 @@ def train(
         use_liger_kernel=settled["use_liger_kernel"], report_to=config.report_to,
         deepspeed=config.deepspeed, dataloader_num_workers=config.dataloader_num_workers,
         packing=config.packing, max_length=samples.lengths.max_length,
-        assistant_only_loss=False, **strategy, **_checkpointing(settled["gradient_checkpointing"]),
+        assistant_only_loss=False, disable_tqdm=not config.progress, **strategy,
+        **_checkpointing(settled["gradient_checkpointing"]),
     )  # fmt: skip
     trainer = SFTTrainer(
         model=net, args=args, train_dataset=_dataset(samples.train),
         eval_dataset=_dataset(samples.validation) if has_eval else None,
         processing_class=tokenizer, peft_config=peft_config,
     )  # fmt: skip
+    if not config.progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if resume else None)
     train_s = time.perf_counter() - started
