@@ -264,6 +264,8 @@ def test_repeated_calls_and_loops_are_named(played: dict[int, list[Trajectory]])
 
     facts = episode_facts(played[0][0])
     assert loop_reason(facts, StructureParams()) is None
+    unjudged = episode_facts(played[3][0].model_copy(update={"judge": None}))
+    assert unjudged.signals == episode_facts(played[3][0]).signals  # the rubric's, recomputed
     facts.call_keys = ["a", "b", "a", "b", "a", "b"]
     assert loop_reason(facts, StructureParams(max_identical_calls=5)) == (
         "a block of 2 call(s) repeated 3 times"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import pydantic_core
@@ -99,17 +100,16 @@ def verdict_signals(t: Trajectory) -> dict[str, float] | None:
     return {k: float(v) for k, v in signals.items() if isinstance(v, int | float)}
 
 
-_RUBRIC: Any = None
+@lru_cache(maxsize=1)
+def _rubric_judge() -> Any:
+    from shopbench.judging.rubric.judge import RubricJudge
+
+    return RubricJudge()
 
 
 def rubric_signals(t: Trajectory) -> dict[str, float]:
     """The rubric judge's signals for `t`, computed here (for records judged otherwise)."""
-    global _RUBRIC
-    if _RUBRIC is None:
-        from shopbench.judging.rubric.judge import RubricJudge
-
-        _RUBRIC = RubricJudge()
-    verdict = _RUBRIC.judge(t)
+    verdict = _rubric_judge().judge(t)
     return {k: float(v) for k, v in (getattr(verdict, "signals", None) or {}).items()}
 
 
