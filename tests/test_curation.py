@@ -216,11 +216,15 @@ def test_bad_records_are_rejected_with_their_reason(
 ) -> None:
     good = played[0][:3]
     forged = good[1].model_copy(update={"query": good[1].query + " (edited)"})
-    root = _archive(tmp_path / "archive", [good[0], forged, good[2]])
+    hostile = sign_trajectory(good[2].model_copy(update={"recommended": ["<img src=x>"]}), SIGNER)
+    root = _archive(tmp_path / "archive", [good[0], forged, good[2], hostile])
     out = tmp_path / "curated"
     assert _curate("--archive", str(root), "--out", str(out)) == 0
     report = json.loads((out / "report.json").read_text())
-    assert report["rules"]["validity"]["reasons"] == {"signature does not verify": 1}
+    assert report["rules"]["validity"]["reasons"] == {
+        "signature does not verify": 1,
+        "recommended ?img?src?x?, which no observation showed": 1,
+    }
     # A row with a field missing is a rejected record, not a crash.
     from template.signing import HotkeyVerifier
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.curation.config import RULES, CurateConfig
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import KINDS, RECOVERY_TAG
+from shopbench.curation.rules import safe
 from shopbench.curation.truth import Truth
 
 REPORT_JSON = "report.json"
@@ -351,7 +352,8 @@ def render_markdown(r: CurationReport) -> str:
         lines.append("No test set given.")
     lines += ["", "## Kept", ""]
     for title, counts in (("intent", r.kept_per_intent), ("miner", r.kept_per_miner)):
-        lines.append(f"- per {title}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        shown = ", ".join(f"{safe(k, 64)} {v}" for k, v in counts.items())
+        lines.append(f"- per {title}: {shown}")
     lines.append(f"- clusters: {len(r.kept_per_cluster)}")
     lines.append(f"- weights: {r.weights}")
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ clones, near-duplicates, diversity caps) run over all episodes at once in
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from shopbench.archive.signing import Verifier, verify_trajectory
@@ -20,6 +21,13 @@ from shopbench.curation.config import (
 from shopbench.curation.features import RECOMMEND, EpisodeFacts
 from shopbench.trajectory.record import TerminationReason, Trajectory
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def safe(text: str, limit: int = 40) -> str:
+    """Miner-written text as a report may show it: letters, digits and ``_.-`` only, cut."""
+    return _UNSAFE.sub("?", text[:limit])
+
 
 def validity_reason(
     t: Trajectory, facts: EpisodeFacts, p: ValidityParams, verifier: Verifier | None
@@ -29,7 +37,10 @@ def validity_reason(
         if t.signature is None:
             return "unsigned record"
         if t.validator_hotkey and t.signature.signer != t.validator_hotkey:
-            return f"signed by {t.signature.signer}, not its validator {t.validator_hotkey}"
+            return (
+                f"signed by {safe(t.signature.signer, 64)}, not its validator "
+                f"{safe(t.validator_hotkey, 64)}"
+            )
         if not verify_trajectory(t, verifier):
             return "signature does not verify"
     if p.require_terminated and t.termination != TerminationReason.terminated:
@@ -40,7 +51,7 @@ def validity_reason(
     if p.require_results:
         unanswered = [c for c in facts.calls if not c.answered]
         if unanswered:
-            return f"{len(unanswered)} tool call(s) without a result ({unanswered[0].name})"
+            return f"{len(unanswered)} tool call(s) without a result ({safe(unanswered[0].name)})"
     if p.require_one_recommendation:
         accepted = [
             c for c in facts.calls if c.name == RECOMMEND and c.answered and c.error is None
@@ -52,7 +63,7 @@ def validity_reason(
             return "nothing recommended"
         unseen = [r for r in t.recommended if r not in facts.shown]
         if unseen:
-            return f"recommended {unseen[0]}, which no observation showed"
+            return f"recommended {safe(unseen[0])}, which no observation showed"
     return None
 
 
@@ -98,7 +109,7 @@ def loop_reason(facts: EpisodeFacts, p: StructureParams) -> str | None:
     if keys:
         key, count = Counter(keys).most_common(1)[0]
         if count > p.max_identical_calls:
-            return f"the same call {count} times ({key.split(':', 1)[0]})"
+            return f"the same call {count} times ({safe(key.split(':', 1)[0])})"
     for period in range(1, p.max_loop_period + 1):
         need = period * (p.loop_repeats - 1)
         run = 0
