@@ -136,8 +136,6 @@ def read_request(
             raise FilterError(
                 f"limit {page['limit']!r} refused: a whole number from 1{top}", filter="limit"
             )
-    if "limit" in values:
-        raise FilterError("unknown filter limit here (page with limit and cursor)", filter="limit")
     cursor = decode_cursor(page["cursor"]) if "cursor" in page else None
     return ListRequest(filters=TraceFilter.parse(values), cursor=cursor, limit=limit, format=fmt)
 
