@@ -217,6 +217,9 @@ def test_an_eval_export_opens_with_inspects_own_reader(
     ]
     assert calls == [c.function.name for m in t.messages for c in m.tool_calls or []]
     many = api.get("/v1/trajectories", params={"format": "eval", "intent": "voucher"})
+    assert many.headers["x-archive-truncated"] == "false"
+    cut = api.get("/v1/trajectories", params={"format": "eval", "limit": "2"})
+    assert cut.headers["x-archive-truncated"] == "true"
     (tmp_path / "many.eval").write_bytes(many.content)
     ids = {s.id for s in read_eval_log(str(tmp_path / "many.eval")).samples}
     assert ids == {e for e, r in records.items() if r.intent == "voucher"}

@@ -32,7 +32,7 @@ from shopbench.archive.api.exports import (
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
 from shopbench.archive.filters import FilterError, TraceFilter
-from shopbench.archive.layout import record_json_sql
+from shopbench.archive.layout import from_table, record_json_sql
 from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor
 from shopbench.errors import ShopbenchError
@@ -214,12 +214,13 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
                     f"limit {r.limit} refused: an .eval export holds 1 to {max_eval_samples}",
                     filter="limit",
                 )
-            f = f.model_copy(update={"limit": r.limit or max_eval_samples})
-            from shopbench.archive.layout import from_table
-
+            cap = r.limit or max_eval_samples
+            f = f.model_copy(update={"limit": cap + 1})  # one more: was anything cut?
             episodes = [t for table in index.tables(f, batch=stream_batch)
                         for t in from_table(table)]  # fmt: skip
-            return episode_response(index, episodes, "eval", "episodes")
+            response = episode_response(index, episodes[:cap], "eval", "episodes")
+            response.headers["x-archive-truncated"] = "true" if len(episodes) > cap else "false"
+            return response
         if r.format == "jsonl":  # the records' JSON made by DuckDB: the fastest bulk path
             lines = index.tables(f, batch=stream_batch, select=f"{record_json_sql()} AS line")
             chunks = record_lines(lines)
