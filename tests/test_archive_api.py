@@ -241,6 +241,7 @@ def test_an_eval_export_opens_with_inspects_own_reader(
         ("/v1/trajectories?gate_failed=Not%20A%20Gate", 422, "gate_failed", None),
         ("/v1/trajectories/bad%20id%3Cscript%3E", 422, "episode_id", None),
         ("/v1/trajectories/0123456789abcdef", 404, None, None),
+        ("/v1/trajectories/0123456789abcdef?intent=shop", 422, "intent", ["format"]),
         ("/v1/tasks/no-such-task", 404, None, None),
         ("/v1/trajectories?text=" + "x" * 3000, 414, None, None),
     ],

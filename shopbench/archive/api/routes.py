@@ -166,7 +166,7 @@ def _attachment(name: str, fmt: str) -> dict[str, str]:
     return {"content-disposition": f'attachment; filename="{name}{SUFFIXES[fmt]}"'}
 
 
-def episode_response(index: ArchiveIndex, episodes: list[Any], fmt: str, name: str) -> Response:
+def episode_response(episodes: list[Any], fmt: str, name: str) -> Response:
     """`episodes` (Trajectory records) in `fmt` (jsonl, trl or eval) as a download."""
     if fmt == "eval":
         body = eval_log(episodes)
@@ -218,7 +218,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
             f = f.model_copy(update={"limit": cap + 1})  # one more: was anything cut?
             episodes = [t for table in index.tables(f, batch=stream_batch)
                         for t in from_table(table)]  # fmt: skip
-            response = episode_response(index, episodes[:cap], "eval", "episodes")
+            response = episode_response(episodes[:cap], "eval", "episodes")
             response.headers["x-archive-truncated"] = "true" if len(episodes) > cap else "false"
             return response
         if r.format == "jsonl":  # the records' JSON made by DuckDB: the fastest bulk path
@@ -237,15 +237,19 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         episode_id: str = Path(pattern=ID_PATTERN, max_length=128),
     ) -> Any:
         """One episode: the record (``format=json``), or as JSONL, a TRL row or ``.eval``."""
-        r = read_request(request, formats=EPISODE_FORMATS, max_limit=1, default_limit=None)
-        if r.filters != TraceFilter() or r.cursor is not None or r.limit is not None:
-            raise FilterError("an episode takes only format", filter="format")
+        extra = [k for k in request.query_params if k != "format"]
+        if extra:
+            why = "refused: one episode takes only format"
+            raise FilterError(
+                f"parameter {extra[0]} {why}", filter=extra[0], allowed=["format"], reason=why
+            )
+        r = read_request(request, formats=EPISODE_FORMATS, max_limit=None, default_limit=None)
         t = index.trajectory(episode_id)
         if t is None:
             raise NotFound(f"no episode {episode_id}")
         if r.format == "json":
             return Response(t.model_dump_json(), media_type="application/json")
-        return episode_response(index, [t], r.format, episode_id)
+        return episode_response([t], r.format, episode_id)
 
     @api.get("/tasks/{task_id}", response_model=TaskEpisodes)
     def task(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> TaskEpisodes:
