@@ -51,10 +51,8 @@ def minhash_words(words: list[str], n: int, permutations: int) -> list[int]:
     shorter than `n`), each n-gram hashed from its words' hashes without building it."""
     if not words:
         return _signature(np.empty(0, dtype=np.uint64), permutations)
-    h = np.fromiter(
-        (zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in words), dtype=np.uint64,
-        count=len(words),
-    )  # fmt: skip
+    codes = {w: zlib.crc32(w.encode("utf-8", "surrogatepass")) for w in set(words)}
+    h = np.fromiter(map(codes.__getitem__, words), dtype=np.uint64, count=len(words))
     k = min(n, len(words))
     grams = h[: len(h) - k + 1].copy()
     for i in range(1, k):
