@@ -212,7 +212,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_bad_records_are_rejected_with_their_reason(
-    played: dict[int, list[Trajectory]], tmp_path: Path
+    played: dict[int, list[Trajectory]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = played[0][:3]
     forged = good[1].model_copy(update={"query": good[1].query + " (edited)"})
@@ -220,6 +220,7 @@ def test_bad_records_are_rejected_with_their_reason(
     root = _archive(tmp_path / "archive", [good[0], forged, good[2], hostile])
     out = tmp_path / "curated"
     assert _curate("--archive", str(root), "--out", str(out)) == 0
+    assert "no contamination test set given" in capsys.readouterr().err
     report = json.loads((out / "report.json").read_text())
     assert report["rules"]["validity"]["reasons"] == {
         "signature does not verify": 1,

@@ -61,6 +61,13 @@ def curate_command(
             f"dishonest removal precision {report.dishonest_removal_precision}, recall "
             f"{report.dishonest_removal_recall}; honest retention {report.honest_retention}"
         )
+    if not report.contaminated:
+        typer.echo(
+            "warning: no contamination test set given (--test-set FILE): the set was not "
+            "checked against any test queries", err=True,
+        )  # fmt: skip
+    for name, c in report.contaminated.items():
+        typer.echo(f"contamination vs {name}: {c.contaminated} contaminated, {c.clean} clean")
     typer.echo(f"recovery share {report.recovery_share}; wrote {out / 'report.md'}")
 
 
