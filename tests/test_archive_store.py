@@ -241,6 +241,35 @@ def test_a_store_opened_with_the_embargo_lifted_says_so_loudly(
     assert (tmp_path / EMBARGO_FILE).exists()
 
 
+def test_put_waits_while_too_many_sealed_segments_wait_for_their_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backpressure: with the roll held up, puts past `max_sealed` sealed segments wait (what
+    they wrote is durable already), and go on once the shards are sealed."""
+    release = threading.Event()
+    roll = ArchiveStore._roll_pending
+
+    def slow_roll(self: ArchiveStore, *args: Any) -> int:
+        assert release.wait(30), "the test never released the roll"
+        return roll(self, *args)
+
+    monkeypatch.setattr(ArchiveStore, "_roll_pending", slow_roll)
+
+    async def go() -> None:
+        store = ArchiveStore(tmp_path, signer=KeyedHash(), roll_rows=2, max_sealed=1)
+        await store.put([_trajectory(0), _trajectory(1)])  # a full segment, rolling
+        second = asyncio.create_task(store.put([_trajectory(2), _trajectory(3)]))
+        await asyncio.sleep(0.3)
+        assert not second.done()  # a second sealed segment waits: the put is held back...
+        assert store.acknowledged == 4  # ...though its records are already durable
+        release.set()
+        assert await asyncio.wait_for(second, 30) == 2
+        await store.close()
+
+    asyncio.run(go())
+    assert sorted(t.episode_id for t in read_store(tmp_path)) == [f"e{i:05d}" for i in range(4)]
+
+
 # -- SIGKILL during a 10,000-episode ingest -------------------------------------------------
 
 
