@@ -17,6 +17,7 @@ from shopbench.distill.models import FORMAT_TOKENS
 from shopbench.distill.qwen_tokenizer import (
     ADDED_TOKENS,
     BASE_VOCAB,
+    BYTE_LEVEL,
     PRETOKENIZE_REGEX,
     find_rank_file,
     read_ranks,
@@ -44,7 +45,13 @@ def test_the_rebuild_has_qwen3s_merges_and_added_tokens(qwen3_tokenizer_dir: Pat
     assert added == {BASE_VOCAB + i: token for i, token in enumerate(ADDED_TOKENS)}
     assert added[151_667] == ("<think>", False) and added[151_645] == ("<|im_end|>", True)
     assert [s["type"] for s in data["pre_tokenizer"]["pretokenizers"]] == ["Split", "ByteLevel"]
-    assert data["normalizer"]["type"] == "NFC"
+    assert data["normalizer"] == {"type": "NFC"}
+    assert data["post_processor"] == data["decoder"] == BYTE_LEVEL
+    assert {k: v for k, v in data["model"].items() if k not in ("vocab", "merges")} == {
+        "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+        "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+        "ignore_merges": False,
+    }  # fmt: skip
 
 
 def test_the_rebuild_encodes_as_tiktoken_does(qwen3_tokenizer_dir: Path, texts: list[str]) -> None:

@@ -26,6 +26,10 @@ PRETOKENIZE_REGEX = (
 )
 """Qwen2/Qwen3's pre-tokenizer split (the same pattern as the tiktoken ``pat_str``)."""
 
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+              "use_regex": False}  # fmt: skip
+"""Qwen3's byte-level post-processor and decoder, as its tokenizer.json writes them."""
+
 RANK_FILE_PACKAGES = ("dashscope", "qwen_agent")
 """Packages that ship ``qwen.tiktoken``, searched in this order."""
 
@@ -198,6 +202,12 @@ def build_qwen3_tokenizer(out: Path, rank_file: Path | None = None) -> Path:
     )  # fmt: skip
     out = Path(out)
     fast.save_pretrained(out)
+    # tokenizers serialises its ByteLevel decoder with its defaults whatever it was given;
+    # Qwen3's file spells the three options out as false (decoding is the same either way).
+    tok_path = out / "tokenizer.json"
+    data = json.loads(tok_path.read_text(encoding="utf-8"))
+    data["decoder"] = dict(BYTE_LEVEL)
+    tok_path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     config_path = out / "tokenizer_config.json"
     config = json.loads(config_path.read_text())
     config["tokenizer_class"] = "Qwen2Tokenizer"
