@@ -347,3 +347,32 @@ def test_bench_curate_prints_one_json_object(
     assert [r["episodes"] for r in report["runs"]] == [300]
     assert all(r["episodes_per_s"] > 0 and r["peak_rss_mib"] > 0 for r in report["runs"])
     assert report["verify"] is True
+
+
+def test_in_shard_mode_a_verified_manifest_vouches_for_its_rows(
+    played: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    from shopbench.archive.manifest import MANIFESTS_DIR
+
+    good = played[0][:4]
+    forged = good[1].model_copy(update={"query": good[1].query + " (edited)"})
+    root = _archive(tmp_path / "archive", [good[0], forged, *good[2:]])
+    other = HotkeySigner.from_wallet(LocalWallet.derive("another-validator"))
+    write_shard(played[1][:2], str(root), signer=other)  # sealed by a key not its records'
+    cfg = _write(tmp_path / "c.toml", '[validity]\nsignatures = "shard"\n')
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 0
+    reasons = json.loads((out / "report.json").read_text())["rules"]["validity"]["reasons"]
+    # The forged row is what its validator sealed and signed the shard of: trusted here.
+    assert list(reasons.values()) == [2]
+    assert next(iter(reasons)).startswith("in a shard sealed by ")
+    manifests = sorted((root / MANIFESTS_DIR).rglob("*.json"))
+    for path in manifests:  # every manifest's signature broken: no shard is read
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps(data | {"created_at": data["created_at"] + 1}))
+    out = tmp_path / "again"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 2
+    report = json.loads((out / "report.json").read_text())
+    assert report["dropped_by_rule"]["validity"] == report["episodes_in"] == 6
+    assert all("manifest signature does not verify" in r
+               for r in report["rules"]["validity"]["reasons"])  # fmt: skip

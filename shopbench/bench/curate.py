@@ -20,6 +20,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +37,9 @@ class CurateBenchConfig(BaseModel):
     sizes: list[int] = Field(default=[4000, 16000], min_length=1, description="archive sizes")
     base_episodes: int = Field(default=64, ge=4, description="real episodes played")
     verify: bool = Field(default=True, description="check every record's signature")
+    signatures: Literal["record", "shard"] = Field(
+        default="record", description="record: each record's signature; shard: each manifest's"
+    )
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
     seed: int = 0
 
@@ -55,6 +59,7 @@ class CurateBenchResult(BaseModel):
 
     base_episodes: int
     verify: bool
+    signatures: str
     runs: list[SizeFigure]
 
 
@@ -84,16 +89,18 @@ def _judged(base: list) -> list:  # type: ignore[type-arg]
     return [with_judgement(t, judge.judge(t)) for t in base]
 
 
-def _curate_child(root: str, out: str, verifier: Verifier | None) -> tuple[int, int, float, float]:
+def _curate_child(
+    root: str, out: str, verifier: Verifier | None, signatures: str
+) -> tuple[int, int, float, float]:
     os.environ["OMP_NUM_THREADS"] = "1"
     from shopbench.curation.config import load_config
     from shopbench.curation.pipeline import curate
 
     cfg = load_config()
-    if verifier is None:
-        cfg = cfg.model_copy(
-            update={"validity": cfg.validity.model_copy(update={"verify_signatures": False})}
-        )
+    validity = cfg.validity.model_copy(
+        update={"verify_signatures": verifier is not None, "signatures": signatures}
+    )
+    cfg = cfg.model_copy(update={"validity": validity})
     t0 = time.perf_counter()
     report = curate(root, Path(out), cfg, verifier=verifier)
     seconds = time.perf_counter() - t0
@@ -121,8 +128,9 @@ def run_curate_bench(
             _archive(base, n, root, signer, cfg.seed)
             with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
                 job = pool.submit(
-                    _curate_child, str(root), str(out), verifier if cfg.verify else None
-                )
+                    _curate_child, str(root), str(out), verifier if cfg.verify else None,
+                    cfg.signatures,
+                )  # fmt: skip
                 episodes, kept, seconds, peak = job.result()
             runs.append(SizeFigure(
                 episodes=episodes, kept=kept, seconds=round(seconds, 2),
@@ -133,4 +141,6 @@ def run_curate_bench(
     finally:
         if owned:
             shutil.rmtree(work, ignore_errors=True)
-    return CurateBenchResult(base_episodes=cfg.base_episodes, verify=cfg.verify, runs=runs)
+    return CurateBenchResult(
+        base_episodes=cfg.base_episodes, verify=cfg.verify, signatures=cfg.signatures, runs=runs
+    )

@@ -77,6 +77,7 @@ def bench_curate_command(
     ),
     base_episodes: int = _BENCH.option("base_episodes", "--base-episodes"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check every signature"),
+    signatures: str = _BENCH.option("signatures", "--signatures"),
     work: Path | None = typer.Option(None, "--work", help="scratch folder (default: temp)"),
     as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
@@ -89,7 +90,7 @@ def bench_curate_command(
     except ValueError:
         raise typer.BadParameter(f"{sizes!r}: expected numbers", param_hint="--sizes") from None
     cfg = _BENCH.build(
-        sizes=counts, base_episodes=base_episodes, verify=verify,
+        sizes=counts, base_episodes=base_episodes, verify=verify, signatures=signatures,
         work=str(work) if work else None,
     )  # fmt: skip
     wallet = LocalWallet.derive("curate-bench")

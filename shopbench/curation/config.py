@@ -10,7 +10,7 @@ naming the valid ones. The release's default is ``shopbench/curation/data/curate
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -31,6 +31,11 @@ class ValidityParams(_Section):
 
     verify_signatures: bool = Field(
         default=True, description="each record's signature must verify, by its validator"
+    )
+    signatures: Literal["record", "shard"] = Field(
+        default="record",
+        description="record: check each record's own signature; shard: a shard whose signed "
+        "manifest and sha256 verify vouches for its rows (each must name the manifest's signer)",
     )
     require_terminated: bool = Field(default=True, description="the agent called terminate")
     require_one_recommendation: bool = Field(

@@ -70,8 +70,8 @@ class Curator:
             "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
         }  # fmt: skip
 
-    def row(self, seq: int, t: Trajectory) -> dict[str, Any]:
-        """The ledger row of one trajectory."""
+    def row(self, seq: int, t: Trajectory, shard_signer: str | None = None) -> dict[str, Any]:
+        """The ledger row of one trajectory (`shard_signer`: its shard's verified signer)."""
         cfg = self.cfg
         facts = episode_facts(t)
         policy, honest = self._label(t.miner_hotkey)
@@ -84,7 +84,7 @@ class Curator:
             "fingerprint": facts.reply_fingerprint,
         }  # fmt: skip
         invalid = (
-            validity_reason(t, facts, cfg.validity, self.verifier)
+            validity_reason(t, facts, cfg.validity, self.verifier, shard_signer)
             if (cfg.validity.enabled)
             else None
         )
@@ -126,7 +126,9 @@ class Curator:
             ),
         }  # fmt: skip
 
-    def rows(self, first_seq: int, table: pa.Table) -> list[dict[str, Any]]:
+    def rows(
+        self, first_seq: int, table: pa.Table, shard_signer: str | None = None
+    ) -> list[dict[str, Any]]:
         """The ledger rows of one batch of archive rows, numbered from `first_seq`."""
         try:
             trajectories: list[Trajectory | str] = list(from_table(table))
@@ -147,7 +149,7 @@ class Curator:
                 )
                 out.append(self.rejected_row(first_seq + i, raw, t))
             else:
-                out.append(self.row(first_seq + i, t))
+                out.append(self.row(first_seq + i, t, shard_signer))
         return out
 
 
@@ -156,7 +158,7 @@ def _copy_kept(shards: list[Shard], ledger: Ledger, writer: CuratedWriter) -> No
     kept = ledger.iter_kept()
     pending = next(kept, None)
     seq = 0
-    for table in iter_batches(shards):
+    for _, table in iter_batches(shards):
         end = seq + table.num_rows
         rows = []
         while pending is not None and pending[0] < end:
@@ -192,8 +194,8 @@ def curate(
     ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
     try:
         seq = 0
-        for table in iter_batches(listed.shards):
-            ledger.append(curator.rows(seq, table))
+        for shard, table in iter_batches(listed.shards):
+            ledger.append(curator.rows(seq, table, shard.signer))
             seq += table.num_rows
             if progress is not None:
                 progress(table.num_rows)

@@ -30,9 +30,15 @@ def safe(text: str, limit: int = 40) -> str:
 
 
 def validity_reason(
-    t: Trajectory, facts: EpisodeFacts, p: ValidityParams, verifier: Verifier | None
+    t: Trajectory,
+    facts: EpisodeFacts,
+    p: ValidityParams,
+    verifier: Verifier | None,
+    shard_signer: str | None = None,
 ) -> str | None:
-    """Why the record cannot be used (the first reason found), or None."""
+    """Why the record cannot be used (the first reason found), or None. `shard_signer` is
+    the verified manifest's signer of the record's shard (used when ``signatures =
+    "shard"``)."""
     if p.verify_signatures and verifier is not None:
         if t.signature is None:
             return "unsigned record"
@@ -41,7 +47,10 @@ def validity_reason(
                 f"signed by {safe(t.signature.signer, 64)}, not its validator "
                 f"{safe(t.validator_hotkey, 64)}"
             )
-        if not verify_trajectory(t, verifier):
+        if p.signatures == "shard" and shard_signer is not None:
+            if t.signature.signer != shard_signer:
+                return f"in a shard sealed by {safe(shard_signer, 64)}, not by its signer"
+        elif not verify_trajectory(t, verifier):
             return "signature does not verify"
     if p.require_terminated and t.termination != TerminationReason.terminated:
         return f"not terminated ({t.termination.value})"

@@ -36,6 +36,7 @@ class Shard:
     file: Path
     rel: str
     rows: int
+    signer: str  # the manifest's signer, verified when the run verifies signatures
 
 
 @dataclass(slots=True)
@@ -90,15 +91,15 @@ def list_shards(root: Path, verifier: Verifier | None) -> ArchiveShards:
         if problem is not None:
             refused[m.path] = (m.rows, f"shard does not match its manifest: {problem}")
             continue
-        shards.append(Shard(file=Path(ref.file), rel=m.path, rows=m.rows))
+        shards.append(Shard(file=Path(ref.file), rel=m.path, rows=m.rows, signer=m.signer))
     if not shards and not refused:
         raise CurationError(f"--archive {root}: no sealed shards (nothing to curate)")
     return ArchiveShards(root=root, shards=shards, refused=refused)
 
 
-def iter_batches(shards: list[Shard], rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
-    """Every row of `shards`, in order, as tables of at most `rows` rows of the archive's
-    columns (columns a shard lacks come as nulls, so a bad record fails on its own)."""
+def iter_batches(shards: list[Shard], rows: int = BATCH_ROWS) -> Iterator[tuple[Shard, pa.Table]]:
+    """Every row of `shards`, in order, as (its shard, a table of at most `rows` rows of the
+    archive's columns); columns a shard lacks come as nulls, so a bad record fails alone."""
     for shard in shards:
         try:
             f = pq.ParquetFile(shard.file)
@@ -112,4 +113,4 @@ def iter_batches(shards: list[Shard], rows: int = BATCH_ROWS) -> Iterator[pa.Tab
                     table = table.append_column(
                         SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
                     )
-            yield table.select(SCHEMA.names)
+            yield shard, table.select(SCHEMA.names)
