@@ -60,11 +60,21 @@ def trl_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
 
 
 def record_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
-    """The ``line`` column of `tables` (records as JSON text, by
-    :func:`~shopbench.archive.layout.record_json_sql`), one per line."""
+    """The ``line`` column of `tables` — each record's JSON text and its newline, by
+    :func:`~shopbench.archive.layout.record_json_sql` — as bytes, straight from the Arrow
+    buffer that holds the lines back to back (no Python string per line)."""
     for table in tables:
-        lines = table.column("line").to_pylist()
-        yield ("\n".join(lines) + "\n").encode("utf-8")
+        for chunk in table.column("line").chunks:
+            if chunk.null_count:
+                raise ValueError("a record's JSON line is null")
+            array = chunk.cast(pa.large_string()) if chunk.type == pa.string_view() else chunk
+            offsets = array.buffers()[1]
+            width = 8 if pa.types.is_large_string(array.type) else 4
+            first = int.from_bytes(offsets[array.offset * width :][:width], "little", signed=True)
+            last = int.from_bytes(
+                offsets[(array.offset + len(array)) * width :][:width], "little", signed=True
+            )
+            yield array.buffers()[2][first:last].to_pybytes()
 
 
 class _Chunks(io.RawIOBase):

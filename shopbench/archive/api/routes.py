@@ -222,7 +222,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
             response.headers["x-archive-truncated"] = "true" if len(episodes) > cap else "false"
             return response
         if r.format == "jsonl":  # the records' JSON made by DuckDB: the fastest bulk path
-            lines = index.tables(f, batch=stream_batch, select=f"{record_json_sql()} AS line")
+            line = f"{record_json_sql()} || chr(10) AS line"
+            lines = index.tables(f, batch=stream_batch, select=line)
             chunks = record_lines(lines)
         else:
             tables = index.tables(f, batch=stream_batch)
