@@ -277,6 +277,11 @@ def test_bad_input_is_one_line_before_training(
         assert code == 2, name
         assert said in err and len(err.splitlines()) == 1, (name, err)
         assert not out.exists(), name
+    write_tasks(tmp_path / "t.jsonl", tasks)
+    code = _rl("--model", str(taught), "--tasks", str(tmp_path / "t.jsonl"), "--catalog",
+               str(catalog_dir), "--out", str(tmp_path / "e"), "--eval-tasks", "missing.jsonl")
+    assert code == 2 and "missing.jsonl: no such task file" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
 
 
 def test_the_shipped_config_holds_whole_groups_and_a_lora_run_saves_a_whole_model(
