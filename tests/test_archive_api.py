@@ -96,8 +96,7 @@ def _median_slowest(records: dict[str, Trajectory]) -> str:
 
 
 def _says(t: Trajectory, word: str) -> bool:
-    texts = [t.query] + [(m.reasoning_content or "") + " " + (m.content or "")
-                         for m in t.messages if m.role == "assistant"]  # fmt: skip
+    texts = [t.query] + [m.reasoning_content or "" for m in t.messages]
     return any(word in x.lower() for x in texts)
 
 

@@ -93,7 +93,7 @@ class TraceFilter(BaseModel):
     judge_score_max: float | None = Field(default=None, description="highest judge score")
     text: str | None = Field(
         default=None, min_length=1, max_length=MAX_TEXT_CHARS,
-        description="full-text search: the query, or an assistant turn's reasoning or content, "
+        description="full-text search: the query, or an assistant turn's reasoning, "
         "contains this (case-insensitive)",
     )  # fmt: skip
     slow_turn_ms: float | None = Field(

@@ -161,14 +161,15 @@ def where_clause(f: TraceFilter) -> tuple[str, list[Any]]:
         terms.append('"started_at" < ?')
         params.append(f.until)
     if f.text is not None:
-        # the user query, or an assistant turn's words; LIKE's wildcards in the text are literal
+        # the user query, or the reasoning of a turn (only assistant turns carry any): reading
+        # that one leaf of the messages, not their content with every tool result, is what
+        # keeps the scan cheap. LIKE's wildcards in the text are literal.
         pattern = "%" + re.sub(r"([\\%_])", r"\\\1", f.text) + "%"
         terms.append(
             "(\"query\" ILIKE ? ESCAPE '\\' OR len(list_filter(\"messages\", lambda m: "
-            "m.role = 'assistant' AND (m.reasoning_content ILIKE ? ESCAPE '\\' "
-            "OR m.content ILIKE ? ESCAPE '\\'))) > 0)"
+            "m.reasoning_content ILIKE ? ESCAPE '\\')) > 0)"
         )
-        params.extend((pattern, pattern, pattern))
+        params.extend((pattern, pattern))
     if f.slow_turn_ms is not None:
         terms.append(
             "coalesce(list_max(CAST(json_extract(\"timings_json\", '$.turns[*].policy_ms') "

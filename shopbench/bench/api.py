@@ -61,7 +61,7 @@ class ApiBenchResult(BaseModel):
     trajectory_p50_ms: float
     trajectory_p99_ms: float
     text_search_p50_ms: float = Field(
-        description="a page of a full-text search (query, reasoning, content): a scan"
+        description="a page of a full-text search (query and reasoning): a scan"
     )
     jsonl_episodes: int
     jsonl_episodes_per_s: float

@@ -46,7 +46,7 @@ _FILTERS: tuple[tuple[str, str], ...] = (
     ("rule_score_max", "highest mean rule score"),
     ("judge_score_min", "lowest judge score"),
     ("judge_score_max", "highest judge score"),
-    ("text", "full-text search over the query and the assistant's reasoning and content"),
+    ("text", "full-text search over the query and the assistant's reasoning"),
     ("slow_turn_ms", "some turn waited at least this many ms for the policy"),
     ("gate_failed", "judge gates, one of which failed" + _LIST),
     ("limit", "at most this many episodes"),
