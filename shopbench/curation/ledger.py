@@ -71,7 +71,8 @@ class Ledger:
         self.db = duckdb.connect(str(self.path))
         self.db.execute(f"SET memory_limit = '{memory_limit}'")
         self.db.execute("SET threads = 1")
-        self.db.execute(f"SET temp_directory = '{work / 'spill'}'")
+        spill = str(work / "spill").replace("'", "''")
+        self.db.execute(f"SET temp_directory = '{spill}'")
         self.db.execute("SET preserve_insertion_order = true")
         self._created = False
 
