@@ -178,3 +178,26 @@ def test_bad_inputs_fail_before_training(
     out = tmp_path / "resume"
     assert _train("--model", str(tiny), "--data", str(sft), "--out", str(out), "--resume") == 2
     assert "no checkpoint to resume from" in capsys.readouterr().err
+
+
+def test_the_shipped_configs_load_by_name(tmp_path: Path) -> None:
+    from shopbench.distill.errors import TrainConfigError
+
+    full, lora = load_train_config("qwen3-4b-full"), load_train_config("qwen3-4b-lora")
+    assert (full.lora, full.learning_rate, full.gradient_accumulation_steps) == (False, 1e-5, 8)
+    assert (lora.lora, lora.lora_r, lora.lora_alpha, lora.learning_rate) == (True, 32, 32, 1e-4)
+    assert lora.lora_target_modules == "all-linear" and lora.max_length == 16384
+    with pytest.raises(TrainConfigError, match="no such config file"):
+        load_train_config(tmp_path / "nope.yaml")
+    with pytest.raises(TrainConfigError, match="not YAML"):
+        load_train_config(_config(tmp_path, "lora: [true\n", "broken.yaml"))
+
+
+def test_prepare_names_the_models_it_knows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["distill", "prepare", "qwen9", "--out", str(tmp_path / "m")])
+    assert stopped.value.code == 2
+    assert "'qwen9' is not a model to prepare (allowed: tiny, smollm2)" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
