@@ -82,6 +82,7 @@ def test_exactly_the_trained_assistant_turns_take_loss(
 def test_arguments_and_tools_stay_json_text(played: list[Trajectory]) -> None:
     [row] = rows_of(CuratedEpisode(trajectory=played[0])).rows
     assert json.loads(row.tools) == played[0].tools
+    assert list(json.loads(row.tools)[0]["function"]) == list(played[0].tools[0]["function"])
     calls = [c for m in row.messages if m["tool_calls"] for c in m["tool_calls"]]
     assert calls and all(isinstance(c["function"]["arguments"], str) for c in calls)
     assert all(set(m) == set(row.messages[0]) for m in row.messages)

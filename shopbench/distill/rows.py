@@ -110,7 +110,8 @@ def rows_of(
     assistant_at = [i for i, m in enumerate(messages) if m.role == "assistant"]
     mask = episode.turn_mask if episode.turn_mask is not None else [True] * len(assistant_at)
     trained_at = {i for i, keep in zip(assistant_at, mask, strict=True) if keep}
-    tools = json.dumps(t.tools, ensure_ascii=False, sort_keys=True)
+    # Key order as offered: the template renders the schemas as they were given at inference.
+    tools = json.dumps(t.tools, ensure_ascii=False)
     out = RowsOutcome()
 
     def drop(reason: str) -> None:
