@@ -139,6 +139,20 @@ def test_batched_greedy_generation_equals_one_at_a_time(
     assert all(r.new_tokens >= 1 for r in together)
 
 
+def test_the_shared_prefix_cache_changes_no_token(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    plain = HFEngine(random_model.path, prefix_cache=False)
+    prompts = [random_model.encode(*_first_turn(env, t)) for t in tasks[:3]]
+    before = random_model.stats.cached_prompt_tokens
+    cached = random_model.generate([GenRequest(p, max_new_tokens=10) for p in prompts])
+    served = random_model.stats.cached_prompt_tokens - before
+    assert served >= 3 * 500  # the system prompt and the tool schemas, three times
+    uncached = plain.generate([GenRequest(p, max_new_tokens=10) for p in prompts])
+    assert plain.stats.cached_prompt_tokens == 0
+    assert [r.text for r in cached] == [r.text for r in uncached]
+
+
 def test_concurrent_turns_share_a_generate_call(
     random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
 ) -> None:

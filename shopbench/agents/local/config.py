@@ -46,6 +46,11 @@ class HFPolicyConfig(BaseModel):
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         default="float32", description="dtype the weights are loaded in"
     )
+    prefix_cache: bool = Field(
+        default=True,
+        description="process the prompt opening every turn shares (system prompt, tool "
+        "schemas) once and reuse it",
+    )
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads; None leaves torch's setting"
     )

@@ -1,6 +1,9 @@
 """A loaded local model and one batched ``generate`` call over many prompts.
 
-Prompts are left-padded into one batch; rows stop at the model's end-of-turn tokens. Greedy
+The leading tokens every prompt of a batch shares (the system prompt and the tool schemas,
+the same in every episode) are processed once and kept: later batches whose prompts open
+the same way start from those keys and values. Each row's own rest is left-padded after
+the shared part; rows stop at the model's end-of-turn tokens. Greedy
 rows take the argmax; sampled rows draw with temperature and top-p from their own seeded
 ``torch.Generator`` inside a logits processor, so a row's tokens depend on its prompt and
 seed alone, never on which other rows shared its batch.
@@ -10,6 +13,7 @@ torch and transformers are imported when an engine is made, not before.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from dataclasses import dataclass
@@ -21,6 +25,8 @@ from shopbench.agents.local.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THI
 from shopbench.agents.local.render import render_prompt
 from shopbench.chat import ChatMessage
 
+MIN_CACHED_PREFIX = 32
+"""Shared prompt tokens below which no prefix cache is computed or reused."""
 _END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")
 _MARKUP = (THINK_OPEN, THINK_CLOSE, CALL_OPEN, CALL_CLOSE)
 
@@ -54,13 +60,18 @@ class EngineStats:
     calls: int = 0
     rows: int = 0
     new_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens served from the shared-prefix cache instead of being processed."""
     seconds: float = 0.0
 
 
 class HFEngine:
     """A model directory loaded with transformers: its tokenizer, its model, its stop ids."""
 
-    def __init__(self, path: Path, *, dtype: str = "float32", threads: int | None = None) -> None:
+    def __init__(
+        self, path: Path, *, dtype: str = "float32", threads: int | None = None,
+        prefix_cache: bool = True,
+    ) -> None:
         check_model_dir(path)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -90,6 +101,15 @@ class HFEngine:
         self._strip = sorted(t for t in specials if t and t not in _MARKUP)
         self._lock = threading.Lock()
         self.stats = EngineStats()
+        # Every episode's prompt opens with the same system prompt and tool schemas: their
+        # keys and values are computed once. Windowed attention caches differently: no reuse.
+        layer_types = getattr(self.model.config, "layer_types", None) or ()
+        self.prefix_cache = prefix_cache and "sliding_attention" not in layer_types
+        # transformers renamed generate's past_key_values to cache (the old name warns).
+        forward = inspect.signature(self.model.forward).parameters
+        self._cache_argument = "cache" if "cache" in forward else "past_key_values"
+        self._prefix_ids: tuple[int, ...] = ()
+        self._prefix_kv: list[tuple[Any, Any]] = []
 
     def _stop_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -125,12 +145,20 @@ class HFEngine:
 
         with self._lock:
             start = time.perf_counter()
-            width = max(len(r.prompt) for r in requests)
+            shared = self._shared_prefix([r.prompt for r in requests])
+            tail = max(len(r.prompt) for r in requests) - shared
+            width = shared + tail
             ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
             mask = torch.zeros((len(requests), width), dtype=torch.long)
             for i, r in enumerate(requests):
-                ids[i, width - len(r.prompt) :] = torch.tensor(r.prompt, dtype=torch.long)
-                mask[i, width - len(r.prompt) :] = 1
+                # The shared prefix first (cached), then the padding, then each row's own rest:
+                # positions come from the mask, so every row reads as if unpadded.
+                ids[i, :shared] = torch.tensor(r.prompt[:shared], dtype=torch.long)
+                mask[i, :shared] = 1
+                rest = r.prompt[shared:]
+                ids[i, width - len(rest) :] = torch.tensor(rest, dtype=torch.long)
+                mask[i, width - len(rest) :] = 1
+            cache = self._prefix_cache(shared, len(requests))
             budget = max(r.max_new_tokens for r in requests)
             processors = LogitsProcessorList()
             if any(r.temperature > 0 for r in requests):
@@ -147,6 +175,7 @@ class HFEngine:
                     attention_mask=mask,
                     generation_config=config,
                     logits_processor=processors,
+                    **({self._cache_argument: cache} if cache is not None else {}),
                 )
             results = [
                 self._result(r, out[i, width:].tolist()) for i, r in enumerate(requests)
@@ -154,8 +183,46 @@ class HFEngine:
             self.stats.calls += 1
             self.stats.rows += len(requests)
             self.stats.new_tokens += sum(r.new_tokens for r in results)
+            self.stats.cached_prompt_tokens += shared * len(requests)
             self.stats.seconds += time.perf_counter() - start
             return results
+
+    def _shared_prefix(self, prompts: list[tuple[int, ...]]) -> int:
+        """How many leading tokens every prompt shares and are served from the prefix cache
+        (0: none). Each prompt keeps at least one token to run. The cache holds the last
+        long enough shared prefix; one that no longer fits is recomputed."""
+        if not self.prefix_cache:
+            return 0
+        limit = min(len(p) for p in prompts) - 1
+        common = _common_prefix(prompts, limit)
+        if self._prefix_ids:
+            reused = _common_prefix([self._prefix_ids, prompts[0][:common]], common)
+            if reused >= MIN_CACHED_PREFIX:
+                return reused
+        if common < MIN_CACHED_PREFIX:
+            return 0
+        import torch
+
+        ids = torch.tensor([prompts[0][:common]], dtype=torch.long)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        self._prefix_kv = [(layer.keys, layer.values) for layer in cache.layers]
+        self._prefix_ids = tuple(prompts[0][:common])
+        return common
+
+    def _prefix_cache(self, shared: int, rows: int) -> Any:
+        """A cache holding the first `shared` prefix tokens for `rows` rows (None for 0)."""
+        if shared == 0:
+            return None
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for i, (k, v) in enumerate(self._prefix_kv):
+            cache.update(
+                k[:, :, :shared].repeat(rows, 1, 1, 1), v[:, :, :shared].repeat(rows, 1, 1, 1), i
+            )
+        return cache
 
     def _result(self, request: GenRequest, tokens: list[int]) -> GenResult:
         tokens = tokens[: request.max_new_tokens]
@@ -170,6 +237,15 @@ class HFEngine:
             prompt_tokens=len(request.prompt),
             finished=end is not None,
         )
+
+
+def _common_prefix(prompts: list[tuple[int, ...]], limit: int) -> int:
+    """How many leading tokens all `prompts` share, at most `limit`."""
+    n, first = 0, prompts[0]
+    limit = min(limit, *(len(p) for p in prompts))
+    while n < limit and all(p[n] == first[n] for p in prompts):
+        n += 1
+    return n
 
 
 class _RowSampler:
@@ -203,18 +279,19 @@ class _RowSampler:
         return out
 
 
-_ENGINES: dict[tuple[str, str, int | None], HFEngine] = {}
+_ENGINES: dict[tuple[str, str, int | None, bool], HFEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
 def shared_engine(config: HFPolicyConfig) -> HFEngine:
     """The engine of `config`'s model directory, loaded once per process and shared by every
     policy over it (the K samples of an evaluation share one model and one batcher)."""
-    key = (str(config.path.resolve()), config.dtype, config.threads)
+    key = (str(config.path.resolve()), config.dtype, config.threads, config.prefix_cache)
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
             engine = _ENGINES[key] = HFEngine(
-                config.path, dtype=config.dtype, threads=config.threads
+                config.path, dtype=config.dtype, threads=config.threads,
+                prefix_cache=config.prefix_cache,
             )
         return engine
