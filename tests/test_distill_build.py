@@ -107,5 +107,6 @@ def test_no_usable_sample_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert "no usable training sample in 2 curated episodes" in err
     assert "1 no trained step" in err and "1 weight 0" in err
+    assert sorted(p.name for p in (tmp_path / "sft").iterdir()) == ["build.json"]
     assert _build("--curated", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")) == 2
     assert "no curated set here" in capsys.readouterr().err

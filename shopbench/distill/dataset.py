@@ -124,7 +124,8 @@ class _Writer:
 
 def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> BuildReport:
     """Write the SFT dataset of the curated set at `curated` to `out` and return the report
-    (also written as ``out/build.json``). NoSamplesError when no row is left to train."""
+    (also written as ``out/build.json``). NoSamplesError when no row is left to train (then
+    only ``build.json`` is left in `out`)."""
     config = config or BuildConfig()
     out = Path(out)
     if any((out / f"{s}.parquet").exists() for s in SPLITS):
@@ -167,6 +168,8 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
     )  # fmt: skip
     (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if report.rows["train"] == 0:
+        for s in SPLITS:  # nothing to train on: leave only the report, so a rerun can write
+            (out / f"{s}.parquet").unlink(missing_ok=True)
         why = ", ".join(f"{n} {r}" for r, n in sorted(dropped.items())) or "nothing to read"
         raise NoSamplesError(
             f"{curated}: no usable training sample in {episodes} curated episodes ({why})"
