@@ -193,3 +193,21 @@ def test_live_tasks_are_warned_about(
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["warnings"] and report["splits"] == {"live": 2}
     assert "pass@2" not in report["model"]["overall"]["metrics"]
+
+
+def test_eval_sends_the_decoding_it_is_given_and_keeps_the_rest(
+    catalog_dir: Path, heldout: Path, tmp_path: Path, server,  # type: ignore[no-untyped-def]
+) -> None:
+    server.reset("small")
+    server.says["small"] = '<tool_call>{"name": "terminate", "arguments": {"status": "x"}}'
+    common = [
+        "eval", "--catalog", str(catalog_dir), "--tasks", str(heldout), "--limit", "1",
+        "--policy", f"openai:small@{server.url}", "--quiet",
+    ]  # fmt: skip
+    main([*common, "--out", str(tmp_path / "a"), "--max-tokens", "64",
+          "--template-arg", "enable_thinking=false"])  # fmt: skip
+    body = server.requests[-1]
+    assert body["max_tokens"] == 64 and body["chat_template_kwargs"] == {"enable_thinking": False}
+    assert body["temperature"] == 0.6  # not given: the policy's own default
+    main([*common, "--out", str(tmp_path / "b"), "--temperature", "0"])
+    assert server.requests[-1]["temperature"] == 0 and server.requests[-1]["max_tokens"] == 8192

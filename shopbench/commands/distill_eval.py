@@ -7,12 +7,11 @@ runs, the table and the files are :mod:`shopbench.evaluate`'s.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from shopbench.commands.evaluate import template_kwargs
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
 from shopbench.evaluate.model_eval import Decoding, ModelEvalConfig
@@ -22,21 +21,6 @@ _EVAL = Flags(ModelEvalConfig)
 _DECODING = Flags(Decoding)
 _LIMITS = Flags(RunLimits)
 _BOOT = Flags(BootstrapConfig)
-
-
-def template_kwargs(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as chat-template arguments, each VALUE read as JSON when it is
-    JSON (``enable_thinking=false``) and as text otherwise."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--template-arg")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
 
 
 def register_eval(distill_app: typer.Typer) -> None:

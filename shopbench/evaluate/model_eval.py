@@ -71,23 +71,29 @@ class Decoding(BaseModel):
         description="chat-template arguments, e.g. {\"enable_thinking\": false}",
     )
 
-    def options(self, spec: str, samples: int) -> dict[str, Any]:
-        """The policy options `spec`'s kind takes (see :func:`make_policy`)."""
+    def options(self, spec: str, samples: int, *, defaults: bool = True) -> dict[str, Any]:
+        """The policy options `spec`'s kind takes (see :func:`make_policy`). With
+        `defaults`, an unset temperature and top-p get this class's defaults for `samples`;
+        without, only what was set is passed and the policy keeps its own."""
         sampled = samples > 1
-        temperature = self.temperature
-        if temperature is None:
+        temperature, top_p = self.temperature, self.top_p
+        if defaults and temperature is None:
             temperature = SAMPLED_TEMPERATURE if sampled else 0.0
-        top_p = self.top_p if self.top_p is not None else SAMPLED_TOP_P if sampled else 1.0
+        if defaults and top_p is None:
+            top_p = SAMPLED_TOP_P if sampled else 1.0
+        given = {
+            k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None
+        }
         name = spec.strip()
         if name.startswith(HF_PREFIX):
-            out: dict[str, Any] = {"temperature": temperature, "top_p": top_p}
+            out: dict[str, Any] = dict(given)
             if self.max_tokens is not None:
                 out["max_new_tokens"] = self.max_tokens
             if self.template_kwargs:
                 out["chat_template_kwargs"] = dict(self.template_kwargs)
             return out
         if name.startswith(OPENAI_PREFIX):
-            out = {"temperature": temperature, "top_p": top_p}
+            out = dict(given)
             if self.max_tokens is not None:
                 out["max_tokens"] = self.max_tokens
             if self.template_kwargs:
