@@ -211,3 +211,7 @@ def test_eval_sends_the_decoding_it_is_given_and_keeps_the_rest(
     assert body["temperature"] == 0.6  # not given: the policy's own default
     main([*common, "--out", str(tmp_path / "b"), "--temperature", "0"])
     assert server.requests[-1]["temperature"] == 0 and server.requests[-1]["max_tokens"] == 8192
+    server.reset("large")
+    with pytest.raises(SystemExit) as e:
+        main([*common, "--out", str(tmp_path / "c")])
+    assert e.value.code == 2 and not server.requests  # refused before any episode

@@ -95,10 +95,13 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
         A model policy (hf:, openai:) keeps its own decoding defaults for what is not given."""
         from shopbench.agents.registry import check_spec, make_policy
+        from shopbench.evaluate.model_eval import check_endpoint
         from shopbench.evaluate.report import build_report, write_outputs
         from shopbench.evaluate.runner import run_evaluation
 
         check_spec(policy)  # a bad --policy fails before the catalog is opened
+        for warning in check_endpoint(policy):  # an endpoint serving another model: refused
+            typer.echo(f"warning: {warning}", err=True)
         decoding = _DECODING.build(
             temperature=temperature, top_p=top_p, max_tokens=max_tokens,
             template_kwargs=template_kwargs(template_arg),
