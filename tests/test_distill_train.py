@@ -201,3 +201,14 @@ def test_prepare_names_the_models_it_knows(
     assert stopped.value.code == 2
     assert "'qwen9' is not a model to prepare (allowed: tiny, smollm2)" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+
+def test_packing_puts_both_train_rows_in_one_sequence(
+    sft: Path, tiny: Path, tmp_path: Path
+) -> None:
+    config = load_train_config(_config(tmp_path), packing=True, max_length=12288, max_steps=2)
+    report = train(str(tiny), sft, tmp_path / "run", config).report
+    assert report.samples["train"] == 2 and report.tokens <= 12288
+    # One packed sequence holds the whole train split, so every step sees all of its tokens.
+    assert report.steps == 2 and report.seen_tokens == 2 * report.tokens
