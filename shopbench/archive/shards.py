@@ -17,15 +17,23 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shopbench
 from shopbench.archive.durable import fsync_dir
-from shopbench.archive.layout import LAYOUT_VERSION, SCHEMA, from_table, partition_of, to_table
+from shopbench.archive.layout import (
+    LAYOUT_VERSION,
+    SCHEMA,
+    Partition,
+    from_table,
+    partition_of,
+    to_table,
+)
 from shopbench.archive.manifest import (
     MANIFESTS_DIR,
     ShardManifest,
@@ -72,9 +80,7 @@ def write_durably(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def encode_shard(trajectories: Sequence[Trajectory]) -> bytes:
-    """The Parquet file (zstd) holding `trajectories` in the archive layout."""
-    table = to_table(trajectories)
+def _encode(table: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(
         table, buf, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
@@ -83,9 +89,88 @@ def encode_shard(trajectories: Sequence[Trajectory]) -> bytes:
     return buf.getvalue()
 
 
-def _range(values: list[int | None]) -> tuple[int | None, int | None]:
+def encode_shard(trajectories: Sequence[Trajectory]) -> bytes:
+    """The Parquet file (zstd) holding `trajectories` in the archive layout."""
+    return _encode(to_table(trajectories))
+
+
+def _widen(span: tuple[Any, Any], values: Iterable[Any]) -> tuple[Any, Any]:
     known = [v for v in values if v is not None]
-    return (min(known), max(known)) if known else (None, None)
+    if not known:
+        return span
+    low, high = min(known), max(known)
+    return (low if span[0] is None else min(span[0], low),
+            high if span[1] is None else max(span[1], high))  # fmt: skip
+
+
+class ShardBuilder:
+    """One partition's shard, gathered a batch at a time: each batch becomes Arrow columns
+    at once, so its models can go (the store rolls a segment's records in small batches, and
+    tens of thousands of live models would make the garbage collector the roll's cost)."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.partition = partition
+        self.rows = 0
+        self._tables: list[pa.Table] = []
+        self._blocks: tuple[int | None, int | None] = (None, None)
+        self._epochs: tuple[int | None, int | None] = (None, None)
+        self._starts: tuple[float | None, float | None] = (None, None)
+
+    def add(self, trajectories: Sequence[Trajectory]) -> None:
+        """Append `trajectories` (all of this builder's partition; SinkError otherwise)."""
+        strays = sorted(
+            {p.path() for t in trajectories if (p := partition_of(t)) != self.partition}
+        )
+        if strays:
+            names = ", ".join([self.partition.path(), *strays])
+            raise SinkError(f"a shard holds one partition; these rows span {names}")
+        if not trajectories:
+            return
+        self._tables.append(to_table(trajectories))
+        self.rows += len(trajectories)
+        self._blocks = _widen(self._blocks, (t.block for t in trajectories))
+        self._epochs = _widen(self._epochs, (t.epoch for t in trajectories))
+        self._starts = _widen(self._starts, (t.timings.started_at for t in trajectories))
+
+    def write(
+        self, root: str | Path, *, signer: Signer, shard_id: str | None = None
+    ) -> ShardManifest:
+        """Seal what was added into a new shard under `root`, then its manifest signed by
+        `signer`; the manifest once both are durable (see :func:`write_shard`)."""
+        if not self.rows:
+            raise SinkError("a shard needs at least one trajectory")
+        if shard_id is not None and not _SHARD_ID.fullmatch(shard_id):
+            raise SinkError(f"shard id {shard_id!r}: use letters, digits, '-' and '_' only")
+        base = Path(root)
+        part = self.partition
+        rel = f"{part.path()}/part-{shard_id or new_shard_id()}{SHARD_SUFFIX}"
+        data = _encode(pa.concat_tables(self._tables))
+        unsigned: dict[str, object] = {
+            "path": rel,
+            "rows": self.rows,
+            "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "validator": part.validator,
+            "date": part.date,
+            "intent": part.intent,
+            "block_min": self._blocks[0],
+            "block_max": self._blocks[1],
+            "epoch_min": self._epochs[0],
+            "epoch_max": self._epochs[1],
+            "started_min": self._starts[0],
+            "started_max": self._starts[1],
+            "schema_version": SCHEMA_VERSION,
+            "layout_version": LAYOUT_VERSION,
+            "generator": f"shopbench {shopbench.__version__}",
+            "created_at": time.time(),
+        }
+        manifest = sign_manifest(unsigned, signer)
+        try:
+            write_durably(base / rel, data)
+            write_durably(base / manifest.manifest_path(), manifest.to_bytes())
+        except OSError as e:
+            raise SinkError(f"{base / rel}: cannot write the shard ({e.strerror or e})") from None
+        return manifest
 
 
 def write_shard(
@@ -105,45 +190,9 @@ def write_shard(
     """
     if not trajectories:
         raise SinkError("a shard needs at least one trajectory")
-    parts = {partition_of(t) for t in trajectories}
-    if len(parts) != 1:
-        names = sorted(p.path() for p in parts)
-        raise SinkError(f"a shard holds one partition; these rows span {', '.join(names)}")
-    (part,) = parts
-    if shard_id is not None and not _SHARD_ID.fullmatch(shard_id):
-        raise SinkError(f"shard id {shard_id!r}: use letters, digits, '-' and '_' only")
-    base = Path(root)
-    rel = f"{part.path()}/part-{shard_id or new_shard_id()}{SHARD_SUFFIX}"
-    data = encode_shard(trajectories)
-    blocks = _range([t.block for t in trajectories])
-    epochs = _range([t.epoch for t in trajectories])
-    starts = [t.timings.started_at for t in trajectories]
-    unsigned: dict[str, object] = {
-        "path": rel,
-        "rows": len(trajectories),
-        "bytes": len(data),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "validator": part.validator,
-        "date": part.date,
-        "intent": part.intent,
-        "block_min": blocks[0],
-        "block_max": blocks[1],
-        "epoch_min": epochs[0],
-        "epoch_max": epochs[1],
-        "started_min": min(starts),
-        "started_max": max(starts),
-        "schema_version": SCHEMA_VERSION,
-        "layout_version": LAYOUT_VERSION,
-        "generator": f"shopbench {shopbench.__version__}",
-        "created_at": time.time(),
-    }
-    manifest = sign_manifest(unsigned, signer)
-    try:
-        write_durably(base / rel, data)
-        write_durably(base / manifest.manifest_path(), manifest.to_bytes())
-    except OSError as e:
-        raise SinkError(f"{base / rel}: cannot write the shard ({e.strerror or e})") from None
-    return manifest
+    builder = ShardBuilder(partition_of(trajectories[0]))
+    builder.add(trajectories)
+    return builder.write(root, signer=signer, shard_id=shard_id)
 
 
 def read_shard(path: str | Path) -> list[Trajectory]:

@@ -52,7 +52,7 @@ from shopbench.archive.manifest import (
     read_manifest,
 )
 from shopbench.archive.segment import DEFAULT_COMMIT_WINDOW_MS, Segment, replay
-from shopbench.archive.shards import TEMP_SUFFIX, read_shard, verify_shard, write_shard
+from shopbench.archive.shards import TEMP_SUFFIX, ShardBuilder, read_shard, verify_shard
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import RecordRefused, SegmentError, SinkError
 from shopbench.trajectory.record import Trajectory
@@ -70,6 +70,8 @@ EMBARGO_FILE = "_embargo.json"
 """The store's embargo state, read by every public reader of the root."""
 DEFAULT_ROLL_ROWS = 10_000
 DEFAULT_ROLL_SECONDS = 300.0
+ROLL_BATCH = 512
+"""Records of a segment read back and turned into columns at once when it is rolled."""
 DEFAULT_MAX_SEALED = 2
 """Sealed segments that may wait for their shards before ``put`` waits for the roll: the
 backpressure that keeps memory bounded when records arrive faster than shards are sealed."""
@@ -391,30 +393,35 @@ class ArchiveStore:
         return last
 
     def _roll_pending(self, generation: int, payloads: Sequence[bytes], segment: Path) -> int:
-        """:meth:`_roll` over the records a sealed segment holds as their payloads."""
-        records = [Trajectory.model_validate_json(p) for p in payloads]
-        return self._roll(generation, records, segment)
-
-    def _roll(self, generation: int, records: Sequence[Trajectory], segment: Path) -> int:
-        """Write the shards of one segment's `records` (skipping those already sealed and
-        verified), then delete the segment. Returns the shards written."""
-        groups: dict[tuple[str, int], list[Trajectory]] = {}
-        for t in records:
-            key = (partition_of(t).path(), -1 if t.epoch is None else t.epoch)
-            groups.setdefault(key, []).append(t)
+        """Write the shards of one segment's records, given as their payloads (skipping the
+        shards already sealed and verified), then delete the segment. The records are read
+        back and turned into columns :data:`ROLL_BATCH` at a time (see ShardBuilder).
+        Returns the shards written."""
+        builders: dict[tuple[str, int], ShardBuilder] = {}
+        for start in range(0, len(payloads), ROLL_BATCH):
+            groups: dict[tuple[str, int], list[Trajectory]] = {}
+            for payload in payloads[start : start + ROLL_BATCH]:
+                t = Trajectory.model_validate_json(payload)
+                key = (partition_of(t).path(), -1 if t.epoch is None else t.epoch)
+                groups.setdefault(key, []).append(t)
+            for key, group in groups.items():
+                if key not in builders:
+                    builders[key] = ShardBuilder(partition_of(group[0]))
+                builders[key].add(group)
         written = 0
-        for n, key in enumerate(sorted(groups)):
+        for n, key in enumerate(sorted(builders)):
             part = f"{generation:08d}-{n:04d}"
             rel = f"{key[0]}/part-{part}.parquet"
             manifest_file = self.root / manifest_path_for(rel)
             if manifest_file.exists():
                 manifest = read_manifest(manifest_file)
-                if manifest.rows == len(groups[key]) and verify_shard(self.root, manifest) is None:
+                whole = manifest.rows == builders[key].rows
+                if whole and verify_shard(self.root, manifest) is None:
                     continue
                 self._quarantine(rel, "a replayed segment found it incomplete or altered")
             elif (self.root / rel).exists():
                 self._quarantine(rel, "no manifest: the roll that wrote it did not finish")
-            write_shard(groups[key], self.root, signer=self.signer, shard_id=part)
+            builders[key].write(self.root, signer=self.signer, shard_id=part)
             written += 1
         segment.unlink(missing_ok=True)
         fsync_dir(segment.parent)
