@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shopbench.archive.durable import fsync_dir, replace_durably
 from shopbench.archive.layout import partition_of
@@ -70,6 +70,7 @@ EMBARGO_FILE = "_embargo.json"
 """The store's embargo state, read by every public reader of the root."""
 DEFAULT_ROLL_ROWS = 10_000
 DEFAULT_ROLL_SECONDS = 300.0
+_RECORD = TypeAdapter(Trajectory)
 ROLL_BATCH = 512
 """Records of a segment read back and turned into columns at once when it is rolled."""
 DEFAULT_MAX_SEALED = 2
@@ -250,7 +251,7 @@ class ArchiveStore:
             if not isinstance(t, Trajectory):
                 raise RecordRefused("?", f"not a Trajectory but {type(t).__name__}")
             try:
-                payload = t.model_dump_json().encode()
+                payload = _RECORD.dump_json(t)  # bytes straight from the serializer
                 record = Trajectory.model_validate_json(payload)
             except (ValidationError, ValueError, TypeError) as e:
                 name = getattr(t, "episode_id", "?")
