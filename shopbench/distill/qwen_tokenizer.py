@@ -17,8 +17,12 @@ import importlib.util
 import json
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shopbench.distill.errors import TokenizerError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 PRETOKENIZE_REGEX = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -147,20 +151,31 @@ def qwen3_chat_template() -> str:
         raise TokenizerError(f"Qwen3's chat template comes with trl ({e})") from None
 
 
+def qwen3_pipeline(tok: Tokenizer) -> None:
+    """Give `tok` Qwen3's text pipeline: NFC, the split regex then byte-level
+    pre-tokenisation, and byte-level post-processing and decoding (every option false, as
+    Qwen3's ``tokenizer.json`` writes them)."""
+    from tokenizers import Regex, decoders, normalizers, pre_tokenizers, processors
+
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
+    tok.post_processor = processors.ByteLevel(
+        add_prefix_space=False, trim_offsets=False, use_regex=False
+    )
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+
+
 def build_qwen3_tokenizer(out: Path, rank_file: Path | None = None) -> Path:
     """Write Qwen3's tokenizer (``tokenizer.json``, ``tokenizer_config.json``) to `out`,
     rebuilt from `rank_file` (default: :func:`find_rank_file`), and return `out`.
 
     ``transformers.AutoTokenizer.from_pretrained(out)`` loads it offline."""
-    from tokenizers import (
-        AddedToken,
-        Regex,
-        Tokenizer,
-        decoders,
-        normalizers,
-        pre_tokenizers,
-        processors,
-    )
+    from tokenizers import AddedToken, Tokenizer
     from tokenizers.models import BPE
     from transformers import PreTrainedTokenizerFast
 
@@ -175,17 +190,7 @@ def build_qwen3_tokenizer(out: Path, rank_file: Path | None = None) -> Path:
             byte_fallback=False, ignore_merges=False,
         )
     )  # fmt: skip
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-        ]
-    )
-    tok.post_processor = processors.ByteLevel(
-        add_prefix_space=False, trim_offsets=False, use_regex=False
-    )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    qwen3_pipeline(tok)
     tok.add_tokens(
         [
             AddedToken(text, special=special, normalized=False, lstrip=False, rstrip=False)

@@ -21,9 +21,9 @@ from shopbench.catalog.schema import Product
 from shopbench.distill.errors import TokenizerError
 from shopbench.distill.qwen_tokenizer import (
     ADDED_TOKENS,
-    PRETOKENIZE_REGEX,
     bytes_to_unicode,
     qwen3_chat_template,
+    qwen3_pipeline,
 )
 from shopbench.trajectory.record import Trajectory
 
@@ -47,16 +47,7 @@ def corpus_texts(products: Iterable[Product], trajectories: Iterable[Trajectory]
 def train_small_tokenizer(texts: Iterable[str], out: Path, vocab_size: int = SMALL_VOCAB) -> Path:
     """Train a byte-level BPE of `vocab_size` tokens on `texts` in Qwen3's format (its
     pre-tokenizer, its added tokens, its chat template), write it to `out`, return `out`."""
-    from tokenizers import (
-        AddedToken,
-        Regex,
-        Tokenizer,
-        decoders,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    from tokenizers import AddedToken, Tokenizer, trainers
     from tokenizers.models import BPE
     from transformers import PreTrainedTokenizerFast
 
@@ -65,17 +56,7 @@ def train_small_tokenizer(texts: Iterable[str], out: Path, vocab_size: int = SMA
             f"vocab_size {vocab_size} cannot hold the 256 bytes and the added tokens"
         )
     tok = Tokenizer(BPE(dropout=None, unk_token=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-        ]
-    )
-    tok.post_processor = processors.ByteLevel(
-        add_prefix_space=False, trim_offsets=False, use_regex=False
-    )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    qwen3_pipeline(tok)
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(ADDED_TOKENS), show_progress=False,
         initial_alphabet=sorted(bytes_to_unicode().values()), special_tokens=[],
