@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import importlib.resources
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.distill.errors import TrainConfigError
+from shopbench.errors import ShopbenchError
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
 Auto = Literal["auto"]
 
@@ -90,50 +94,70 @@ def shipped_config(name: str) -> Path:
     )
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_config_file(path: Path, error: type[ShopbenchError] = TrainConfigError) -> dict[str, Any]:
+    """The mapping in the YAML (or, by its suffix, TOML) file at `path`; `error` says why not."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".toml":
         try:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise TrainConfigError(f"{path}: not TOML ({e})") from None
+            raise error(f"{path}: not TOML ({e})") from None
     import yaml
 
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise TrainConfigError(f"{path}: not YAML ({e})") from None
+        raise error(f"{path}: not YAML ({e})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise TrainConfigError(f"{path}: a config is a mapping of keys to values")
+        raise error(f"{path}: a config is a mapping of keys to values")
     return data
 
 
-def load_train_config(path: Path | None = None, **overrides: Any) -> TrainConfig:
-    """The config in `path` (YAML, or TOML by its suffix; None: the defaults) with
-    `overrides` on top (None values are ignored). TrainConfigError names a key that does not
-    exist, with the keys that do, or a value refused and why."""
+def load_config(
+    model: type[ConfigT],
+    path: Path | str | None,
+    overrides: dict[str, Any],
+    *,
+    shipped: Callable[[str], Path],
+    shipped_names: Sequence[str],
+    error: type[ShopbenchError],
+) -> ConfigT:
+    """`model` from the file at `path` (YAML, or TOML by its suffix; a shipped name; None:
+    the defaults) with `overrides` on top (None values ignored). `error` names a key that
+    does not exist, with the keys that do, or a value refused and why."""
     data: dict[str, Any] = {}
     where = "the command line"
     if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            path = shipped_config(str(path)) if str(path) in CONFIGS else path
-        if not path.is_file():
-            raise TrainConfigError(f"{path}: no such config file (or shipped config)")
-        data = _read(path)
-        where = str(path)
-        unknown = sorted(set(data) - set(TrainConfig.model_fields))
+        p = Path(path)
+        if not p.is_file() and str(path) in shipped_names:
+            p = shipped(str(path))
+        if not p.is_file():
+            names = ", ".join(shipped_names)
+            raise error(f"{p}: no such config file (or shipped config: {names})")
+        data = read_config_file(p, error)
+        where = str(p)
+        unknown = sorted(set(data) - set(model.model_fields))
         if unknown:
-            raise TrainConfigError(
-                f"{path}: unknown key {', '.join(map(repr, unknown))} "
-                f"(keys: {', '.join(TrainConfig.model_fields)})"
+            raise error(
+                f"{p}: unknown key {', '.join(map(repr, unknown))} "
+                f"(keys: {', '.join(model.model_fields)})"
             )
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return TrainConfig(**data)
+        return model(**data)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"])
-        raise TrainConfigError(f"{where}: {key}: {first['msg']}") from None
+        key = ".".join(str(x) for x in first["loc"]) or "config"
+        raise error(f"{where}: {key}: {first['msg']}") from None
+
+
+def load_train_config(path: Path | None = None, **overrides: Any) -> TrainConfig:
+    """The config in `path` (YAML, or TOML by its suffix; a shipped name; None: the
+    defaults) with `overrides` on top (None values are ignored). TrainConfigError names a key
+    that does not exist, with the keys that do, or a value refused and why."""
+    return load_config(
+        TrainConfig, path, overrides, shipped=shipped_config, shipped_names=tuple(CONFIGS),
+        error=TrainConfigError,
+    )  # fmt: skip

@@ -13,11 +13,10 @@ import importlib.resources
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import MAX_TURNS
-from shopbench.distill.config import _read as read_config_file
-from shopbench.distill.errors import TrainConfigError
+from shopbench.distill.config import load_config
 from shopbench.distill.rl.errors import RLError
 
 Auto = Literal["auto"]
@@ -121,29 +120,7 @@ def load_rl_config(path: Path | str | None = None, **overrides: Any) -> RLConfig
     """The config in `path` (YAML, or TOML by its suffix; a shipped name; None: defaults)
     with `overrides` on top (None values ignored). RLError names an unknown key with the
     keys that exist, or a refused value and why, before any model is loaded."""
-    data: dict[str, Any] = {}
-    where = "the command line"
-    if path is not None:
-        p = Path(path)
-        if not p.is_file() and str(path) in SHIPPED:
-            p = shipped_rl_config(str(path))
-        if not p.is_file():
-            raise RLError(f"{p}: no such config file (or shipped config: {', '.join(SHIPPED)})")
-        try:
-            data = read_config_file(p)
-        except TrainConfigError as e:  # the distill reader's error, as this boundary's
-            raise RLError(str(e)) from None
-        where = str(p)
-        unknown = sorted(set(data) - set(RLConfig.model_fields))
-        if unknown:
-            raise RLError(
-                f"{p}: unknown key {', '.join(map(repr, unknown))} "
-                f"(keys: {', '.join(RLConfig.model_fields)})"
-            )
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return RLConfig(**data)
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"]) or "config"
-        raise RLError(f"{where}: {key}: {first['msg']}") from None
+    return load_config(
+        RLConfig, path, overrides, shipped=shipped_rl_config, shipped_names=SHIPPED,
+        error=RLError,
+    )  # fmt: skip
