@@ -84,6 +84,8 @@ def train_command(
         f"dropped {sum(lengths.dropped.values())}; {report.tokens_per_s:.0f} tokens/s; "
         f"model in {report.model_dir}; report in {out / REPORT}"
     )
+    if report.merged_dir is not None:  # the folder hf: and distill eval play as it is
+        typer.echo(f"the adapter merged into its base: {report.merged_dir}")
 
 
 @distill_app.command("prepare")
