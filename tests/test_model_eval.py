@@ -215,3 +215,18 @@ def test_eval_sends_the_decoding_it_is_given_and_keeps_the_rest(
     with pytest.raises(SystemExit) as e:
         main([*common, "--out", str(tmp_path / "c")])
     assert e.value.code == 2 and not server.requests  # refused before any episode
+
+
+def test_a_distill_build_folder_is_a_training_set_its_build_json_left_aside(
+    tmp_path: Path,
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from shopbench.evaluate.overlap import training_queries
+
+    rows = [json.dumps([{"role": "system", "content": "s"}, {"role": "user", "content": q}])
+            for q in ("a red kettle", "two phone cases from one shop")]  # fmt: skip
+    pq.write_table(pa.table({"messages": rows}), tmp_path / "train.parquet")
+    (tmp_path / "build.json").write_text('{"rows": 2}')
+    assert training_queries(tmp_path) == ["a red kettle", "two phone cases from one shop"]

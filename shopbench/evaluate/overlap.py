@@ -28,7 +28,7 @@ from shopbench.errors import ShopbenchError
 _DEFAULTS = ContaminationParams()
 DEFAULT_NGRAM: int = _DEFAULTS.ngram
 DEFAULT_THRESHOLD: float = _DEFAULTS.threshold
-_SUFFIXES = (".jsonl", ".json", ".parquet")
+_DATA_SUFFIXES = (".jsonl", ".parquet")
 
 
 class TrainingSetError(ShopbenchError):
@@ -110,7 +110,9 @@ def _parquet(path: Path) -> Iterator[str]:
 def training_queries(path: Path) -> list[str]:
     """Every query of the training set at `path` (a file or a folder of files)."""
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in _SUFFIXES and p.is_file())
+        # In a folder only the data files: a .json beside them is metadata (distill build's
+        # build.json), not a training set.
+        files = sorted(p for p in path.rglob("*") if p.suffix in _DATA_SUFFIXES and p.is_file())
     elif path.is_file():
         files = [path]
     else:
