@@ -89,11 +89,6 @@ def _encode(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def encode_shard(trajectories: Sequence[Trajectory]) -> bytes:
-    """The Parquet file (zstd) holding `trajectories` in the archive layout."""
-    return _encode(to_table(trajectories))
-
-
 def _widen(span: tuple[Any, Any], values: Iterable[Any]) -> tuple[Any, Any]:
     known = [v for v in values if v is not None]
     if not known:
