@@ -212,3 +212,33 @@ def test_packing_puts_both_train_rows_in_one_sequence(
     assert report.samples["train"] == 2 and report.tokens <= 12288
     # One packed sequence holds the whole train split, so every step sees all of its tokens.
     assert report.steps == 2 and report.seen_tokens == 2 * report.tokens
+
+
+def test_lora_trains_the_modules_it_saves_and_merges_them(
+    sft: Path, tiny: Path, tmp_path: Path
+) -> None:
+    config = load_train_config(
+        _config(tmp_path), lora=True, lora_r=8, learning_rate=1e-2,
+        lora_modules_to_save=["embed_tokens", "lm_head"],
+    )  # fmt: skip
+    report = train(str(tiny), sft, tmp_path / "run", config).report
+    tok = AutoTokenizer.from_pretrained(report.merged_dir)
+    base = AutoModelForCausalLM.from_pretrained(str(tiny)).eval()
+    before = base.get_input_embeddings().weight.detach().clone()
+    merged = AutoModelForCausalLM.from_pretrained(report.merged_dir).eval()
+    call = tok.convert_tokens_to_ids("<tool_call>")  # written in every trained step
+    assert not torch.allclose(merged.get_input_embeddings().weight[call], before[call])
+    from peft import PeftModel
+
+    adapted = PeftModel.from_pretrained(base, report.model_dir).eval()
+    assert torch.allclose(_logits(adapted, tok), _logits(merged, tok), atol=1e-5)
+
+
+def test_saved_modules_need_lora(
+    sft: Path, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--model", str(tiny), "--data", str(sft), "--out", str(tmp_path / "run")]
+    full = _config(tmp_path, FAST + "lora_modules_to_save: [embed_tokens]\n", "f.yaml")
+    assert _train(*args, "--config", str(full)) == 2
+    assert "lora_modules_to_save is for a LoRA run" in capsys.readouterr().err
+    assert not (tmp_path / "run" / REPORT).exists()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shopbench.distill.errors import TrainConfigError
 from shopbench.errors import ShopbenchError
@@ -33,6 +33,11 @@ class TrainConfig(BaseModel):
     lora_dropout: float = Field(default=0.05, ge=0.0, lt=1.0, description="LoRA dropout")
     lora_target_modules: str | list[str] = Field(
         default="all-linear", description="modules LoRA adapts (peft's names)"
+    )
+    lora_modules_to_save: list[str] = Field(
+        default_factory=list,
+        description="modules trained in full beside a LoRA adapter and saved with it (peft's "
+        "names; embed_tokens and lm_head for a model whose format tokens were added untrained)",
     )
     learning_rate: float = Field(default=1e-5, gt=0.0, description="peak learning rate")
     lr_scheduler_type: str = Field(default="cosine", description="transformers' scheduler name")
@@ -79,6 +84,14 @@ class TrainConfig(BaseModel):
     progress: bool = Field(
         default=True, description="progress bar and logged losses on the terminal"
     )
+
+    @model_validator(mode="after")
+    def _saved_modules_need_lora(self) -> TrainConfig:
+        if self.lora_modules_to_save and not self.lora:
+            raise ValueError(
+                "lora_modules_to_save is for a LoRA run (full fine-tuning trains every module)"
+            )
+        return self
 
 
 CONFIGS = ("qwen3-4b-full", "qwen3-4b-lora")

@@ -151,9 +151,12 @@ def train(
     if config.lora:
         from peft import LoraConfig
 
+        tied = bool(getattr(net.config, "tie_word_embeddings", False))
         peft_config = LoraConfig(
             r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
             target_modules=config.lora_target_modules, task_type="CAUSAL_LM",
+            modules_to_save=config.lora_modules_to_save or None,
+            ensure_weight_tying=bool(config.lora_modules_to_save) and tied,
         )  # fmt: skip
     has_eval = bool(samples.validation)
     strategy = {
