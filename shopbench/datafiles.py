@@ -2,18 +2,62 @@
 a pydantic model with every error naming the file, the entry and what is wrong.
 
 Rubrics and calibration targets are data, not code; this is the one reader they share.
+:func:`read_mapping` reads a settings file a user names (TOML, YAML or JSON by its suffix)
+into a plain mapping, for the configs that check their own keys.
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+YAML_SUFFIXES = (".yaml", ".yml")
+"""Suffixes read as YAML by :func:`read_mapping` (``.json`` is JSON, anything else TOML)."""
+
+
+def read_mapping(path: str | Path, *, what: str, error: type[Exception]) -> dict[str, Any]:
+    """The table of settings in the file at `path`: YAML (``.yaml``, ``.yml``), JSON
+    (``.json``) or TOML (any other suffix). An empty YAML file is an empty table.
+
+    Raises `error` naming the file: unreadable (as the `what` that could not be read), not
+    valid in its format, or not a table at the top.
+    """
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise error(f"{p}: cannot read {what} ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{p}: {what} is not UTF-8 text (byte {e.start})") from None
+    data: Any
+    if p.suffix in YAML_SUFFIXES:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise error(f"{p}: not YAML ({e})") from None
+        data = {} if data is None else data
+    elif p.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise error(f"{p}: not JSON ({e})") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise error(f"{p}: not TOML ({e})") from None
+    if not isinstance(data, dict):
+        raise error(f"{p}: {what} is a table of keys and values, not {type(data).__name__}")
+    return data
 
 
 def load_toml(

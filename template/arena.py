@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shopbench.agents.local.config import HF_PREFIX
 from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.catalog.layout import read_manifest, seed_hash
@@ -161,15 +162,26 @@ class Arena:
         from template.base.neuron import write_local_wallet
 
         cfg = self.config
+        options = cfg.policy_options
+        options_file = None
+        if options.model_options_given():
+            options_file = cfg.out / "logs" / "policy-options.json"
+            options_file.parent.mkdir(parents=True, exist_ok=True)
+            given = options.without("seed").model_dump(mode="json", exclude_unset=True)
+            options_file.write_text(json.dumps(given, indent=2) + "\n")
         for i in range(cfg.miners):
             uid = VALIDATOR_UID + 1 + i
             policy = cfg.policies[i % len(cfg.policies)]
             name = f"arena-miner-{i + 1}"
+            model = policy.startswith(HF_PREFIX)
+            # Each model miner samples with its own seed: the options' seed offset by its uid.
+            seed = uid + (options.seed or 0) if model else uid
             self.wallets[uid] = write_local_wallet(self._wallets, name)
             self.policies[uid] = policy
             self.processes.append(
                 MinerProcess(uid, policy, self._wallets, name, vhotkey,
-                             cfg.out / "logs" / f"miner-uid{uid}.log", seed=uid)
+                             cfg.out / "logs" / f"miner-uid{uid}.log", seed=seed,
+                             policy_config=options_file if model else None)
             )  # fmt: skip
 
     def _chain(self) -> Any:

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shopbench.agents.local.config import HF_PREFIX
+from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import SERVABLE_POLICIES, check_spec, kinds_in_turn
 from shopbench.scoring.consensus import ConsensusConfig
 from template.arena_miners import ArenaError
@@ -79,6 +80,11 @@ class ArenaConfig(BaseModel):
         default_factory=lambda: list(DEFAULT_POLICIES), min_length=1,
         description="reference policies or local models (hf:PATH), cycled over the miners",
     )  # fmt: skip
+    policy_options: PolicyOptions = Field(
+        default_factory=PolicyOptions, description="options of the hf: miners' models "
+        "(decoding, template arguments; their seed is offset by each miner's uid); the turn "
+        "timeout is turn_timeout_s",
+    )  # fmt: skip
     add_miners: list[AddedMiner] = Field(
         default_factory=list, description="miners run elsewhere, joined to the arena"
     )
@@ -130,6 +136,18 @@ class ArenaConfig(BaseModel):
                     "hf:PATH"
                 )
         return names
+
+    @field_validator("policy_options")
+    @classmethod
+    def _no_turn_timeout(cls, options: PolicyOptions) -> PolicyOptions:
+        if options.turn_timeout_s is not None:
+            raise ValueError("the arena's turn timeout is turn_timeout_s (--turn-timeout)")
+        return options
+
+    @model_validator(mode="after")
+    def _options_reach_a_model(self) -> ArenaConfig:
+        check_applies(self.policy_options, self.policies)
+        return self
 
     def catalog_dir(self) -> Path:
         """Where the catalog is (built)."""

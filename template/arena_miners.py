@@ -27,7 +27,8 @@ class ArenaError(ShopbenchError):
 
 
 class MinerProcess:
-    """One miner process; :meth:`wait_ready` gives its port."""
+    """One miner process; :meth:`wait_ready` gives its port. `policy_config` is a file of
+    the model's options (``--agent.policy_config``), for a model policy."""
 
     def __init__(
         self,
@@ -38,6 +39,7 @@ class MinerProcess:
         validator_hotkey: str,
         log_path: Path,
         seed: int = 0,
+        policy_config: Path | None = None,
     ) -> None:
         self.uid = uid
         self.policy = policy
@@ -53,6 +55,8 @@ class MinerProcess:
             "--neuron.clock.ntp_servers", "",  # one machine: the clocks are the same clock
             "--logging.format", "json", "--logging.level", "INFO",
         ]  # fmt: skip
+        if policy_config is not None:  # a model's options (a reference policy takes none)
+            args += ["--agent.policy_config", str(policy_config)]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         self._log = log_path.open("wb")

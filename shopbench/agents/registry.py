@@ -121,7 +121,12 @@ def check_spec(spec: str) -> None:
 
 
 def make_policy(
-    spec: str, *, catalog: Catalog | None = None, seed: int = 0, **openai_options: Any
+    spec: str,
+    *,
+    catalog: Catalog | None = None,
+    seed: int = 0,
+    sampling_seed: int | None = None,
+    **openai_options: Any,
 ) -> Policy:
     """The policy named by `spec`, deterministic for `seed` where the policy is.
 
@@ -129,8 +134,10 @@ def make_policy(
     are :class:`~shopbench.agents.openai_policy.OpenAIPolicyConfig` fields (temperature,
     retries, timeouts, ...) for ``openai:`` specs, and
     :class:`~shopbench.agents.local.config.HFPolicyConfig` fields (max_new_tokens,
-    temperature, chat_template_kwargs, ...) for ``hf:`` specs, whose sampling seed is `seed`.
-    PolicySpecError lists the known names; LocalModelError says what a model directory lacks.
+    temperature, chat_template_kwargs, ...) for ``hf:`` specs. A model samples with
+    `sampling_seed` when it is given (an endpoint is sent it), else an ``hf:`` model with
+    `seed` and an endpoint with its own. PolicySpecError lists the known names, or says that
+    a reference policy takes no options; LocalModelError says what a model directory lacks.
     """
     name = spec.strip()
     if name.startswith(HF_PREFIX):
@@ -139,7 +146,8 @@ def make_policy(
 
         path = model_path(name)
         check_model_dir(path)
-        return HFPolicy(HFPolicyConfig(path=path, **{"seed": seed, **openai_options}))
+        chosen = seed if sampling_seed is None else sampling_seed
+        return HFPolicy(HFPolicyConfig(path=path, **{"seed": chosen, **openai_options}))
     if name.startswith(OPENAI_PREFIX):
         from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
         from shopbench.openai_compat.keys import api_key_from_env
@@ -147,8 +155,10 @@ def make_policy(
         model, url = parse_openai_spec(name)
         key = api_key_from_env(API_KEY_VARIABLES)
         options = {"api_key": key, **openai_options}
+        if sampling_seed is not None:
+            options["seed"] = sampling_seed
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
-    if openai_options:
+    if openai_options or sampling_seed is not None:
         raise PolicySpecError(f"policy {spec!r} takes no endpoint options")
     policy_class = REFERENCE_POLICIES.get(name)
     if policy_class is None:

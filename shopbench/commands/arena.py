@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
 from template.arena_config import ArenaConfig
 
@@ -41,12 +42,20 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         policies: str | None = typer.Option(
             None,
             "--policies",
-            help="comma-separated reference policies, cycled over the "
-            f"miners (default: {','.join(kinds_in_turn(SERVABLE_POLICIES))})",
+            help="comma-separated reference policies or local models (hf:PATH), cycled over "
+            f"the miners (default: {','.join(kinds_in_turn(SERVABLE_POLICIES))})",
         ),  # fmt: skip
         tasks_per_round: int = _ARENA.option("tasks_per_round", "--tasks"),
         concurrency: int = _ARENA.option("concurrency", "--concurrency"),
-        turn_timeout: float = _ARENA.option("turn_timeout_s", "--turn-timeout"),
+        turn_timeout: float | None = policy_flags.turn_timeout(
+            ArenaConfig.model_fields["turn_timeout_s"].default
+        ),
+        policy_config: Path | None = policy_flags.policy_config(),
+        temperature: float | None = policy_flags.temperature(),
+        top_p: float | None = policy_flags.top_p(),
+        max_tokens: int | None = policy_flags.max_tokens(),
+        sampling_seed: int | None = policy_flags.sampling_seed(),
+        template_arg: list[str] = policy_flags.template_arg(),
         exponent: float | None = typer.Option(
             None, "--weight-exponent", help="consensus override: weight ∝ EMA^exponent"
         ),
@@ -64,7 +73,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         judge_rate: float = _ARENA.option("judge_rate", "--judge-rate"),
         judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
     ) -> None:
-        """Run a whole subnet here: a local chain, miner processes, the real validator."""
+        """Run a whole subnet here: a local chain, miner processes, the real validator.
+
+        The model options (flags, --policy-config) reach every hf: miner; reference miners
+        take none."""
         from shopbench.commands.archive import serve_hint
         from shopbench.scoring.consensus import ConsensusConfig
         from template.arena import ARCHIVE_DIR, parse_added, run_arena, validator_hotkey
@@ -73,16 +85,22 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         if print_hotkey:
             typer.echo(validator_hotkey())
             return
+        chosen = policy_flags.resolve(
+            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+            seed=sampling_seed, turn_timeout_s=turn_timeout, template_arg=template_arg,
+        )  # fmt: skip
         consensus = _consensus(ConsensusConfig(), exponent, burn, ema_alpha)
         options: dict[str, Any] = {
             "miners": miners, "rounds": rounds, "products": products, "out": out,
             "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
             "tasks_per_round": tasks_per_round, "concurrency": concurrency,
-            "turn_timeout_s": turn_timeout, "consensus": consensus,
+            "consensus": consensus, "policy_options": chosen.without("turn_timeout_s"),
             "judge": judge, "judge_rate": judge_rate, "judge_budget": judge_budget,
         }  # fmt: skip
         if policies:
             options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
+        if chosen.turn_timeout_s is not None:
+            options["turn_timeout_s"] = chosen.turn_timeout_s
         config = _ARENA.build(**options)
         report = run_arena(config, QuietView() if quiet else RichView())
         typer.echo(f"wrote {out / 'arena.json'} and {report['trajectories']}")

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import typer
 
-from shopbench.commands.evaluate import template_kwargs
+from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
-from shopbench.evaluate.model_eval import Decoding, ModelEvalConfig
+from shopbench.evaluate.model_eval import ModelEvalConfig
 from shopbench.trajectory.loop import RunLimits
 
 _EVAL = Flags(ModelEvalConfig)
-_DECODING = Flags(Decoding)
 _LIMITS = Flags(RunLimits)
 _BOOT = Flags(BootstrapConfig)
 
@@ -37,14 +36,16 @@ def register_eval(distill_app: typer.Typer) -> None:
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
         seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
-        temperature: float | None = _DECODING.option("temperature", "--temperature"),
-        top_p: float | None = _DECODING.option("top_p", "--top-p"),
-        max_tokens: int | None = _DECODING.option("max_tokens", "--max-tokens"),
-        template_arg: list[str] = typer.Option(
-            [], "--template-arg", help="chat-template argument KEY=VALUE (repeatable), e.g. "
-            "enable_thinking=false",
-        ),  # fmt: skip
-        turn_timeout: float = _LIMITS.option("turn_timeout_s", "--turn-timeout"),
+        policy_config: Path | None = policy_flags.policy_config(),
+        temperature: float | None = policy_flags.temperature(),
+        top_p: float | None = policy_flags.top_p(),
+        max_tokens: int | None = policy_flags.max_tokens(),
+        sampling_seed: int | None = policy_flags.sampling_seed(),
+        request_timeout: float | None = policy_flags.request_timeout(),
+        turn_timeout: float | None = policy_flags.turn_timeout(
+            RunLimits.model_fields["turn_timeout_s"].default
+        ),
+        template_arg: list[str] = policy_flags.template_arg(),
         max_idle_turns: int | None = _LIMITS.option("max_idle_turns", "--max-idle-turns"),
         train: Path | None = _EVAL.option(
             "training_set", "--train",
@@ -57,22 +58,25 @@ def register_eval(distill_app: typer.Typer) -> None:
     ) -> None:
         """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion and
         valid tool calls, per intent, with bootstrap intervals; report.json and report.md."""
+        from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec
         from shopbench.commands.evaluate import load_tasks
         from shopbench.evaluate.model_eval import evaluate_model
         from shopbench.evaluate.model_report import write_model_eval
 
+        options = policy_flags.resolve(
+            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+            seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
+            template_arg=template_arg,
+        )  # fmt: skip
         for spec in (model, baseline):
             if spec is not None:
                 check_spec(spec)  # a bad policy fails before the catalog is opened
+        check_applies(options, [model, baseline or ""])
         config = _EVAL.build(
             model=model, baseline=baseline, samples=samples, concurrency=concurrency,
-            seed=seed, expect_split=expect_split, training_set=train,
-            decoding=_DECODING.build(
-                temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                template_kwargs=template_kwargs(template_arg),
-            ),
-            limits=_LIMITS.build(turn_timeout_s=turn_timeout, max_idle_turns=max_idle_turns),
+            seed=seed, expect_split=expect_split, training_set=train, policy_options=options,
+            limits=_LIMITS.build(max_idle_turns=max_idle_turns),
             bootstrap=_BOOT.build(resamples=resamples, seed=seed),
         )  # fmt: skip
         env, chosen = load_tasks(catalog, tasks, limit)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from shopbench.agents.registry import policy_choices
 from shopbench.bench.eval import EvalBenchConfig
 from shopbench.bench.hf_policy import HFBenchConfig
+from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
-from shopbench.evaluate.model_eval import Decoding
 from shopbench.evaluate.runner import EvalConfig
 from shopbench.trajectory.loop import RunLimits
 
@@ -21,22 +20,6 @@ _EVAL = Flags(EvalConfig)
 _LIMITS = Flags(RunLimits)
 _BENCH = Flags(EvalBenchConfig)
 _HF_BENCH = Flags(HFBenchConfig)
-_DECODING = Flags(Decoding)
-
-
-def template_kwargs(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as chat-template arguments, each VALUE read as JSON when it is
-    JSON (``enable_thinking=false``) and as text otherwise."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--template-arg")
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
 
 
 def load_tasks(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
@@ -75,43 +58,46 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
         seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
-        turn_timeout: float = _LIMITS.option("turn_timeout_s", "--turn-timeout"),
-        temperature: float | None = _DECODING.option(
-            "temperature", "--temperature", help="sampling temperature of a model policy"
+        policy_config: Path | None = policy_flags.policy_config(),
+        temperature: float | None = policy_flags.temperature(),
+        top_p: float | None = policy_flags.top_p(),
+        max_tokens: int | None = policy_flags.max_tokens(),
+        sampling_seed: int | None = policy_flags.sampling_seed(),
+        request_timeout: float | None = policy_flags.request_timeout(),
+        turn_timeout: float | None = policy_flags.turn_timeout(
+            RunLimits.model_fields["turn_timeout_s"].default
         ),
-        top_p: float | None = _DECODING.option(
-            "top_p", "--top-p", help="nucleus mass of a model policy"
-        ),
-        max_tokens: int | None = _DECODING.option(
-            "max_tokens", "--max-tokens", help="tokens per turn of a model policy"
-        ),
-        template_arg: list[str] = typer.Option(
-            [], "--template-arg", help="chat-template argument KEY=VALUE of a model policy "
-            "(repeatable), e.g. enable_thinking=false",
-        ),  # fmt: skip
+        template_arg: list[str] = policy_flags.template_arg(),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
     ) -> None:
         """Run a policy on every task K times; write trajectories.jsonl, report.json/.md.
 
-        A model policy (hf:, openai:) keeps its own decoding defaults for what is not given."""
+        A model policy (hf:, openai:) keeps its own defaults for the options not given, by
+        flag or in --policy-config; a reference policy takes none."""
+        from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec, make_policy
         from shopbench.evaluate.model_eval import check_endpoint
         from shopbench.evaluate.report import build_report, write_outputs
         from shopbench.evaluate.runner import run_evaluation
 
+        chosen_options = policy_flags.resolve(
+            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+            seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
+            template_arg=template_arg,
+        )  # fmt: skip
         check_spec(policy)  # a bad --policy fails before the catalog is opened
+        check_applies(chosen_options, [policy])
         for warning in check_endpoint(policy):  # an endpoint serving another model: refused
             typer.echo(f"warning: {warning}", err=True)
-        decoding = _DECODING.build(
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-            template_kwargs=template_kwargs(template_arg),
+        limits = (
+            _LIMITS.build(turn_timeout_s=chosen_options.turn_timeout_s)
+            if chosen_options.turn_timeout_s is not None else RunLimits()
         )  # fmt: skip
-        options = decoding.options(policy, samples, defaults=False)
-        limits = _LIMITS.build(turn_timeout_s=turn_timeout)
         config = _EVAL.build(samples=samples, concurrency=concurrency, seed=seed, limits=limits)
         env, chosen = load_tasks(catalog, tasks, limit)
 
         def make(k: int):  # type: ignore[no-untyped-def]
+            options = chosen_options.options(policy, samples, defaults=False, sample=k - seed)
             return make_policy(policy, catalog=env.catalog, seed=k, **options)
 
         total = len(chosen) * samples

@@ -8,8 +8,10 @@ from pathlib import Path
 import typer
 
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.calibrate import CalibrationConfig
+from shopbench.trajectory.loop import RunLimits
 
 _CALIBRATION = Flags(CalibrationConfig)
 
@@ -32,8 +34,8 @@ def calibrate_command(
         None, "--rubric", help="rubric file (default: the release's)"
     ),
     policies: str | None = typer.Option(
-        None, "--policies", help=f"comma-separated reference policies (default: all: "
-        f"{', '.join(POLICY_NAMES)})",
+        None, "--policies", help=f"comma-separated policies: reference ones (default: all: "
+        f"{', '.join(POLICY_NAMES)}) and model ones (hf:PATH, openai:MODEL@URL) beside them",
     ),  # fmt: skip
     seed: int = _CALIBRATION.option("seed", "--seed"),
     concurrency: int = _CALIBRATION.option("concurrency", "--concurrency"),
@@ -43,11 +45,23 @@ def calibrate_command(
         True, "--template-penalty/--no-template-penalty",
         help="apply the template penalty (off: measure what the other checks catch alone)",
     ),
+    policy_config: Path | None = policy_flags.policy_config(),
+    temperature: float | None = policy_flags.temperature(),
+    top_p: float | None = policy_flags.top_p(),
+    max_tokens: int | None = policy_flags.max_tokens(),
+    sampling_seed: int | None = policy_flags.sampling_seed(),
+    request_timeout: float | None = policy_flags.request_timeout(),
+    turn_timeout: float | None = policy_flags.turn_timeout(
+        RunLimits.model_fields["turn_timeout_s"].default
+    ),
+    template_arg: list[str] = policy_flags.template_arg(),
 ) -> None:
-    """Play every reference policy on the tasks, judge and score each episode as validators
-    do, write the report."""
+    """Play every reference policy (and any model policy named) on the tasks, judge and score
+    each episode as validators do, write the report."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+    from shopbench.agents.options import check_applies
+    from shopbench.agents.registry import check_spec
     from shopbench.env.env import ShoppingEnv
     from shopbench.evaluate.calibrate import run_calibration
     from shopbench.evaluate.calibration_report import write_report
@@ -61,8 +75,14 @@ def calibrate_command(
             f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)}, or "
             "openai:MODEL@URL)"
         )
+    policy_options = policy_flags.resolve(
+        policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+        seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
+        template_arg=template_arg,
+    )  # fmt: skip
     llm = judge.startswith("openai:")
     options: dict[str, object] = {
+        "policy_options": policy_options,
         "llm_judge": judge if llm else None,
         "consensus": ConsensusConfig(
             judge="rubric" if llm else judge, rubric=str(rubric) if rubric else None
@@ -73,6 +93,9 @@ def calibrate_command(
     if policies is not None:
         options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]
     cfg = _CALIBRATION.build(**options)
+    for name in cfg.policies:  # a bad policy or misplaced options fail before any episode
+        check_spec(name)
+    check_applies(cfg.policy_options, cfg.policies)
     load = read_tasks(tasks)
     for line in load.rejected[:5]:
         typer.echo(f"rejected {line}", err=True)

@@ -9,7 +9,8 @@ through :mod:`shopbench.agents.registry`): honest ones (``careful``, ``careful_t
 function validators score with, under a :class:`~shopbench.scoring.consensus.ConsensusConfig`
 (the release's by default): its rubric, combine rule, template penalty, decision check and
 score formula. ``template_penalty=False`` switches the template penalty off, to measure what
-the other checks catch alone.
+the other checks catch alone. Model policies (``hf:PATH``, ``openai:MODEL@URL``) may be
+played beside them, in neither group, with the ``policy_options`` they are given.
 
 The report (:mod:`shopbench.evaluate.calibration_report`) gives the AUC of process scores
 between the two groups, the mean process score per policy, how often query grounding caught
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import (
     POLICY_NAMES,
     check_spec,
@@ -55,6 +57,7 @@ from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import ScoredRound, score_round
 from shopbench.scoring.template_penalty import MinHasher
+from shopbench.trajectory.loop import RunLimits
 
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
@@ -80,7 +83,12 @@ class CalibrationConfig(BaseModel):
     )  # fmt: skip
     policies: list[str] = Field(
         default_factory=lambda: list(POLICY_NAMES), min_length=1,
-        description="reference policies to play",
+        description="policies to play: reference policies, and model policies (hf:PATH, "
+        "openai:MODEL@URL) measured beside them",
+    )  # fmt: skip
+    policy_options: PolicyOptions = Field(
+        default_factory=PolicyOptions, description="options of the model policies (decoding, "
+        "timeouts, template arguments); a turn timeout applies to every policy",
     )  # fmt: skip
     targets: Path | None = Field(default=None, description="targets file; None: the packaged one")
     seed: int = Field(default=0, description="seed of the episode keys and the policies")
@@ -118,9 +126,15 @@ async def _play(
         if progress is not None:
             progress(name, done, len(tasks))
 
+    chosen = cfg.policy_options
+    limits = RunLimits()
+    if chosen.turn_timeout_s is not None:
+        limits = RunLimits(turn_timeout_s=chosen.turn_timeout_s)
+    options = chosen.options(name, 1, defaults=False)
     return await evaluate(
-        env, tasks, lambda seed: make_policy(name, catalog=env.catalog, seed=seed),
-        EvalConfig(samples=1, concurrency=cfg.concurrency, seed=cfg.seed), on_done=tick,
+        env, tasks, lambda seed: make_policy(name, catalog=env.catalog, seed=seed, **options),
+        EvalConfig(samples=1, concurrency=cfg.concurrency, seed=cfg.seed, limits=limits),
+        on_done=tick,
     )
 
 
@@ -239,6 +253,7 @@ def run_calibration(
         raise CalibrationError("no tasks to calibrate on")
     for name in cfg.policies:
         check_spec(name)
+    check_applies(cfg.policy_options, cfg.policies)
     groups = {_group(n) for n in cfg.policies}
     if not {"honest", "dishonest"} <= groups:
         raise CalibrationError(

@@ -15,11 +15,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.agents.local.config import HF_PREFIX
+from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import API_KEY_VARIABLES, check_spec, make_policy
 from shopbench.errors import ShopbenchError
 from shopbench.evaluate.intervals import BootstrapConfig
@@ -39,67 +39,8 @@ if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.model import Task
 
-SAMPLED_TEMPERATURE = 0.6
-"""Temperature of K > 1 samples unless one is given (Qwen3's own recommendation)."""
-SAMPLED_TOP_P = 0.95
-"""Top-p of K > 1 samples unless one is given."""
-
-
 class ModelEvalError(ShopbenchError):
     """A model evaluation cannot run: a model that is not what it is named, bad options."""
-
-
-class Decoding(BaseModel):
-    """Decoding options of a model policy, for ``hf:`` and ``openai:`` specs alike."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    temperature: float | None = Field(
-        default=None, ge=0,
-        description=f"sampling temperature; default 0 (greedy) for one sample, "
-        f"{SAMPLED_TEMPERATURE:g} for K > 1",
-    )  # fmt: skip
-    top_p: float | None = Field(
-        default=None, gt=0, le=1,
-        description=f"nucleus mass; default 1 for one sample, {SAMPLED_TOP_P:g} for K > 1",
-    )  # fmt: skip
-    max_tokens: int | None = Field(
-        default=None, ge=1, description="tokens per turn; default the policy's own"
-    )
-    template_kwargs: dict[str, Any] = Field(
-        default_factory=dict,
-        description="chat-template arguments, e.g. {\"enable_thinking\": false}",
-    )
-
-    def options(self, spec: str, samples: int, *, defaults: bool = True) -> dict[str, Any]:
-        """The policy options `spec`'s kind takes (see :func:`make_policy`). With
-        `defaults`, an unset temperature and top-p get this class's defaults for `samples`;
-        without, only what was set is passed and the policy keeps its own."""
-        sampled = samples > 1
-        temperature, top_p = self.temperature, self.top_p
-        if defaults and temperature is None:
-            temperature = SAMPLED_TEMPERATURE if sampled else 0.0
-        if defaults and top_p is None:
-            top_p = SAMPLED_TOP_P if sampled else 1.0
-        given = {
-            k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None
-        }
-        name = spec.strip()
-        if name.startswith(HF_PREFIX):
-            out: dict[str, Any] = dict(given)
-            if self.max_tokens is not None:
-                out["max_new_tokens"] = self.max_tokens
-            if self.template_kwargs:
-                out["chat_template_kwargs"] = dict(self.template_kwargs)
-            return out
-        if name.startswith(OPENAI_PREFIX):
-            out = dict(given)
-            if self.max_tokens is not None:
-                out["max_tokens"] = self.max_tokens
-            if self.template_kwargs:
-                out["extra_body"] = {"chat_template_kwargs": dict(self.template_kwargs)}
-            return out
-        return {}
 
 
 class ModelEvalConfig(BaseModel):
@@ -112,7 +53,10 @@ class ModelEvalConfig(BaseModel):
     samples: int = Field(default=1, ge=1, description="episodes per task (K of pass@K)")
     concurrency: int = Field(default=8, ge=1, description="episodes played at once")
     seed: int = Field(default=0, description="seed of the episode keys and the sampling")
-    decoding: Decoding = Field(default_factory=Decoding, description="decoding options")
+    policy_options: PolicyOptions = Field(
+        default_factory=PolicyOptions, description="options of the model policies (decoding, "
+        "timeouts, template arguments); a turn timeout set here replaces the limits' own",
+    )  # fmt: skip
     limits: RunLimits = Field(default_factory=RunLimits, description="the loop's limits")
     expect_split: str = Field(
         default="heldout", description="the split the tasks should be from; others warned"
@@ -205,13 +149,17 @@ def _play(
     env: ShoppingEnv, tasks: Sequence[Task], spec: str, config: ModelEvalConfig,
     on_done: Callable[[Trajectory], None] | None,
 ) -> tuple[list[Trajectory], float]:
-    options = config.decoding.options(spec, config.samples)
+    chosen = config.policy_options
+    limits = config.limits
+    if chosen.turn_timeout_s is not None:
+        limits = limits.model_copy(update={"turn_timeout_s": chosen.turn_timeout_s})
     run = EvalConfig(
         samples=config.samples, concurrency=config.concurrency, seed=config.seed,
-        limits=config.limits,
+        limits=limits,
     )  # fmt: skip
 
     def make(k: int):  # type: ignore[no-untyped-def]
+        options = chosen.options(spec, config.samples, sample=k - config.seed)
         return make_policy(spec, catalog=env.catalog, seed=k, **options)
 
     return run_evaluation(env, tasks, make, run, on_done=on_done)
@@ -230,11 +178,12 @@ def evaluate_model(
     `on_done(spec, trajectory)` is called as each episode finishes (progress bars)."""
     specs = [config.model] + ([config.baseline] if config.baseline else [])
     warnings: list[str] = []
+    check_applies(config.policy_options, specs)
     for spec in specs:
         check_spec(spec)
         warnings += check_endpoint(spec)
     warnings += split_warnings(tasks, config.expect_split)
-    if config.samples > 1 and config.decoding.temperature == 0:
+    if config.samples > 1 and config.policy_options.temperature == 0:
         warnings.append(
             f"{config.samples} samples at temperature 0 are one greedy answer repeated: "
             f"pass@{config.samples} equals pass@1"

@@ -19,8 +19,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shopbench.agents.options import (
+    LOOP_OPTIONS,
+    PolicyOptions,
+    PolicyOptionsError,
+    load_policy_options,
+    parse_template_args,
+)
 from shopbench.outcome.spec import INTENTS, Intent
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
@@ -222,14 +229,45 @@ class AgentConfig(_Section):
     )  # fmt: skip
     model: str | None = Field(default=None, description="model name the server serves")
     revision: str = Field(default="", description="model revision shown on the agent card")
-    temperature: float = Field(default=0.6, ge=0, description="sampling temperature")
-    max_tokens: int = Field(default=8192, ge=1, description="tokens per reply")
+    temperature: float | None = Field(
+        default=None, ge=0, description="sampling temperature of the model (default: the "
+        "policy's own: 0.6 for a model server, 0 for hf:)",
+    )  # fmt: skip
+    top_p: float | None = Field(
+        default=None, gt=0, le=1, description="nucleus mass of the model (default: the "
+        "policy's own: 0.95 for a model server, 1 for hf:)",
+    )  # fmt: skip
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="tokens the model generates per turn (default: the "
+        "policy's own: 8192 for a model server, 512 for hf:)",
+    )  # fmt: skip
     request_timeout_s: float = Field(
         default=DEFAULT_TURN_TIMEOUT_S - MINER_TURN_MARGIN_S, gt=0,
-        description=f"time the model has per turn (keep it under the validators' "
+        description=f"time the model server has per turn (keep it under the validators' "
         f"{DEFAULT_TURN_TIMEOUT_S:g} s turn timeout, by {MINER_TURN_MARGIN_S:g} s or more)",
     )  # fmt: skip
-    seed: int = Field(default=0, description="seed of a reference policy")
+    seed: int = Field(
+        default=0, description="seed of a reference policy, and the sampling seed of the model "
+        "(sent to a model server only when set)",
+    )  # fmt: skip
+    template_arg: list[str] = Field(
+        default_factory=list, description="chat-template arguments KEY=VALUE of the model "
+        "(VALUE read as JSON when it is), e.g. enable_thinking=false",
+    )  # fmt: skip
+    policy_config: Path | None = Field(
+        default=None, description="a TOML, YAML or JSON file of the model's options (keys: "
+        + ", ".join(k for k in PolicyOptions.model_fields if k not in LOOP_OPTIONS)
+        + "); the flags above win over it",
+    )  # fmt: skip
+
+    @field_validator("template_arg")
+    @classmethod
+    def _template_args(cls, pairs: list[str]) -> list[str]:
+        try:
+            parse_template_args(pairs, "--agent.template_arg")
+        except PolicyOptionsError as e:
+            raise ValueError(str(e).removeprefix("--agent.template_arg: ")) from None
+        return pairs
 
     @model_validator(mode="after")
     def _one_source(self) -> AgentConfig:
@@ -248,6 +286,27 @@ class AgentConfig(_Section):
         if self.policy is not None:
             return self.policy
         return f"openai:{self.model}@{self.base_url}"
+
+    def policy_options(self) -> PolicyOptions:
+        """The model's options: ``--agent.policy_config``'s, with the options set by flag,
+        environment variable or ``--config`` over them (the request timeout is left to
+        :func:`template.base.miner.make_agent`, which gives a model server its default).
+        PolicyOptionsError names a refused file, or a turn timeout in it (the validators'
+        to set)."""
+        base = load_policy_options(self.policy_config) if self.policy_config else PolicyOptions()
+        if base.turn_timeout_s is not None:
+            raise PolicyOptionsError(
+                f"{self.policy_config}: turn_timeout_s is the validators' to set; a miner "
+                "bounds its model with request_timeout_s (--agent.request_timeout_s)"
+            )
+        given = self.model_fields_set
+        top = {
+            name: getattr(self, name)
+            for name in ("temperature", "top_p", "max_tokens", "seed", "request_timeout_s")
+            if name in given
+        }
+        top["template_kwargs"] = parse_template_args(self.template_arg, "--agent.template_arg")
+        return base.over(PolicyOptions.model_validate(top))
 
 
 class LocalConfig(_Section):

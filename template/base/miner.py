@@ -23,6 +23,7 @@ from fastapi import FastAPI, Response
 
 import shopbench
 from shopbench.agents.base import Policy
+from shopbench.agents.options import PolicyOptions
 from template.base.config import AgentConfig, MinerConfig
 from template.base.metrics import CONTENT_TYPE_LATEST, MeteredPolicy, MinerMetrics
 from template.base.neuron import NeuronError
@@ -35,32 +36,40 @@ UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 
 def make_agent(config: AgentConfig) -> tuple[Policy, AgentCard]:
-    """The policy `config` names and the agent card that describes it."""
+    """The policy `config` names and the agent card that describes it.
+
+    A model (a server, or hf:PATH) gets the options set (:meth:`AgentConfig.policy_options`)
+    and keeps its own defaults for the rest; a model server's request timeout is
+    ``--agent.request_timeout_s``'s unless the options file sets one. A reference policy
+    takes no model options (``--agent.seed`` is its own seed): PolicyOptionsError when
+    some are set."""
     from shopbench.agents.local.config import HF_PREFIX
+    from shopbench.agents.options import check_applies
     from shopbench.agents.registry import check_spec, make_policy
 
     spec = config.spec()
     check_spec(spec)
+    options = config.policy_options()
+    check_applies(options.without("seed"), [spec])
     if config.policy is not None and config.policy.startswith(HF_PREFIX):
-        # The endpoint's defaults (8192 tokens a turn) are not a CPU model's: only what was
-        # set is passed on, the rest is the local policy's own.
-        given = {"temperature": "temperature", "max_tokens": "max_new_tokens"}
-        options = {
-            ours: getattr(config, field)
-            for field, ours in given.items()
-            if field in config.model_fields_set
-        }
-        policy = make_policy(spec, seed=config.seed, **options)
+        policy = make_policy(
+            spec, seed=config.seed, **options.options(spec, defaults=False)
+        )
         card = AgentCard(model=policy.name, revision=config.revision)
     elif config.policy is not None:
         policy = make_policy(spec, seed=config.seed)
         card = AgentCard(model=f"reference/{config.policy}", revision=shopbench.__version__)
     else:
-        policy = make_policy(
-            spec, temperature=config.temperature, max_tokens=config.max_tokens,
-            request_timeout_s=config.request_timeout_s,
-        )  # fmt: skip
+        if options.request_timeout_s is None:
+            options = options.over(PolicyOptions(request_timeout_s=config.request_timeout_s))
+        policy = make_policy(spec, **options.options(spec, defaults=False))
         card = AgentCard(model=config.model or "unknown", revision=config.revision)
+    if config.policy is None or config.policy.startswith(HF_PREFIX):
+        given = options.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+        log.info(
+            "model options", extra={"event": "model_options", "model": card.model,
+                                    "options": given},
+        )  # fmt: skip
     return policy, card
 
 
