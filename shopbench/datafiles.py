@@ -12,19 +12,25 @@ import json
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-YAML_SUFFIXES = (".yaml", ".yml")
-"""Suffixes read as YAML by :func:`read_mapping` (``.json`` is JSON, anything else TOML)."""
+FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+"""The format :func:`read_mapping` reads a file in, by its suffix."""
 
 
-def read_mapping(path: str | Path, *, what: str, error: type[Exception]) -> dict[str, Any]:
-    """The table of settings in the file at `path`: YAML (``.yaml``, ``.yml``), JSON
-    (``.json``) or TOML (any other suffix). An empty YAML file is an empty table.
+def read_mapping(
+    path: str | Path,
+    *,
+    what: str,
+    error: type[Exception],
+    default: Literal["toml", "yaml", "json"] = "toml",
+) -> dict[str, Any]:
+    """The table of settings in the file at `path`, read as its suffix says
+    (:data:`FORMATS`; another suffix: `default`). An empty YAML file is an empty table.
 
     Raises `error` naming the file: unreadable (as the `what` that could not be read), not
     valid in its format, or not a table at the top.
@@ -36,8 +42,9 @@ def read_mapping(path: str | Path, *, what: str, error: type[Exception]) -> dict
         raise error(f"{p}: cannot read {what} ({e.strerror or e})") from None
     except UnicodeDecodeError as e:
         raise error(f"{p}: {what} is not UTF-8 text (byte {e.start})") from None
+    kind = FORMATS.get(p.suffix, default)
     data: Any
-    if p.suffix in YAML_SUFFIXES:
+    if kind == "yaml":
         import yaml
 
         try:
@@ -45,7 +52,7 @@ def read_mapping(path: str | Path, *, what: str, error: type[Exception]) -> dict
         except yaml.YAMLError as e:
             raise error(f"{p}: not YAML ({e})") from None
         data = {} if data is None else data
-    elif p.suffix == ".json":
+    elif kind == "json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -56,7 +63,7 @@ def read_mapping(path: str | Path, *, what: str, error: type[Exception]) -> dict
         except tomllib.TOMLDecodeError as e:
             raise error(f"{p}: not TOML ({e})") from None
     if not isinstance(data, dict):
-        raise error(f"{p}: {what} is a table of keys and values, not {type(data).__name__}")
+        raise error(f"{p}: not a table of keys and values at the top ({type(data).__name__})")
     return data
 
 

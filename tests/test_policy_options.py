@@ -149,6 +149,14 @@ def test_a_bad_file_or_misplaced_options_fail_before_any_work(
         main(["eval", "--policy", "careful", *common, "--request-timeout", "0"])
     assert e.value.code == 2 and "--request-timeout" in capsys.readouterr().err
     assert not small.requests and not nowhere.exists()
+    from shopbench.agents.options import PolicyOptionsError
+
+    with pytest.raises(PolicyOptionsError, match="not a table of keys and values at the top"):
+        load_policy_options(_write(tmp_path / "list.yaml", "- max_tokens: 5\n"))
+    with pytest.raises(PolicyOptionsError, match="not JSON"):
+        load_policy_options(_write(tmp_path / "cut.json", '{"max_tokens": '))
+    with pytest.raises(PolicyOptionsError, match="cannot read the policy options"):
+        load_policy_options(tmp_path / "none.toml")
     # The loop's turn timeout applies to every policy: a reference policy may take it.
     assert load_policy_options(_write(tmp_path / "t.toml", "turn_timeout_s = 5\n")) == (
         PolicyOptions(turn_timeout_s=5)

@@ -7,13 +7,13 @@ not a field is an error naming the key and the fields, before any model is loade
 from __future__ import annotations
 
 import importlib.resources
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from shopbench.datafiles import read_mapping
 from shopbench.distill.errors import TrainConfigError
 from shopbench.errors import ShopbenchError
 
@@ -108,24 +108,9 @@ def shipped_config(name: str) -> Path:
 
 
 def read_config_file(path: Path, error: type[ShopbenchError] = TrainConfigError) -> dict[str, Any]:
-    """The mapping in the YAML (or, by its suffix, TOML) file at `path`; `error` says why not."""
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise error(f"{path}: not TOML ({e})") from None
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise error(f"{path}: not YAML ({e})") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise error(f"{path}: a config is a mapping of keys to values")
-    return data
+    """The mapping in the YAML (or, by its suffix, TOML or JSON) file at `path`; `error`
+    says why not."""
+    return read_mapping(path, what="the config", error=error, default="yaml")
 
 
 def load_config(
