@@ -300,3 +300,21 @@ def test_too_many_calls_in_one_turn_are_refused_by_the_limits(
     assert errors[:5] == [None] * 5 and set(errors[5:]) == {"limit"}
     # Arguments sent as an object are stored as the JSON text a model would send.
     assert json.loads(calls[0].function.arguments) == {"q": "bag", "page": 1}
+
+
+def test_a_record_whose_numbers_orjson_writes_otherwise_still_verifies(
+    env: ShoppingEnv, task: Task
+) -> None:
+    from shopbench.archive.layout import record_of, table_rows, to_table, validate_record
+    from shopbench.archive.signing import verify_record
+
+    key = KeyedHash()
+    plain = sign_trajectory(play(env, task, Stub(TERMINATE)), key)
+    odd = sign_trajectory(plain.model_copy(update={"score": 1e-05}), key)
+    assert odd.quick_signing_payload() != odd.signing_payload()  # '0.00001' against '1e-05'
+    assert plain.quick_signing_payload() == plain.signing_payload()
+    for t in (plain, odd):
+        record = record_of(table_rows(to_table([t]))[0])
+        assert verify_trajectory(t, key) and verify_record(record, validate_record(record), key)
+        tampered = record | {"miner_uid": 3}
+        assert not verify_record(tampered, validate_record(tampered), key)

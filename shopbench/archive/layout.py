@@ -243,23 +243,52 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def from_table(table: pa.Table) -> list[Trajectory]:
-    """The trajectories of a table of :data:`SCHEMA` (extra columns, such as hive partition
-    columns, are ignored). SinkError names the row that is not a valid trajectory."""
+def table_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """The rows of a table of :data:`SCHEMA` as Python dicts of its columns (extra columns,
+    such as hive partition columns, are left out); SinkError when a column is missing."""
     missing = [name for name in SCHEMA.names if name not in table.column_names]
     if missing:
         raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
+    return table.select(SCHEMA.names).to_pylist()
+
+
+def rebuild(row: dict[str, Any]) -> Trajectory:
+    """The trajectory of one row of :func:`table_rows`; SinkError saying why it is not one."""
+    return validate_record(record_of(row))
+
+
+def record_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The record of one row of :func:`table_rows` as the plain dict a trajectory validates
+    from (for a valid record, equal to its ``model_dump(mode="json")``); SinkError when a
+    JSON column does not parse."""
+    try:
+        return _record(row)
+    except (ValueError, TypeError) as e:
+        raise SinkError(str(e)) from None
+
+
+def validate_record(record: dict[str, Any]) -> Trajectory:
+    """The trajectory of a :func:`record_of` dict; SinkError saying why it is not one."""
+    try:
+        return Trajectory.model_validate(record)
+    except (ValidationError, ValueError, TypeError) as e:
+        if isinstance(e, ValidationError):
+            first = e.errors(include_url=False)[0]
+            why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+        else:
+            why = str(e)
+        raise SinkError(why) from None
+
+
+def from_table(table: pa.Table) -> list[Trajectory]:
+    """The trajectories of a table of :data:`SCHEMA` (extra columns, such as hive partition
+    columns, are ignored). SinkError names the row that is not a valid trajectory."""
     out: list[Trajectory] = []
-    for number, row in enumerate(table.select(SCHEMA.names).to_pylist()):
+    for number, row in enumerate(table_rows(table)):
         try:
-            out.append(Trajectory.model_validate(_record(row)))
-        except (ValidationError, ValueError, TypeError) as e:
-            if isinstance(e, ValidationError):
-                first = e.errors(include_url=False)[0]
-                why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-            else:
-                why = str(e)
-            raise SinkError(f"row {number} is not a trajectory ({why})") from None
+            out.append(rebuild(row))
+        except SinkError as e:
+            raise SinkError(f"row {number} is not a trajectory ({e})") from None
     return out
 
 
@@ -268,10 +297,7 @@ def record_dicts(table: pa.Table) -> list[dict[str, Any]]:
     validates, without building the models: ``Trajectory.model_validate(d)`` of each is the
     record ``from_table`` returns. For bulk reads that only re-serialise (JSONL, TRL rows),
     where validation would cost more than everything else."""
-    missing = [name for name in SCHEMA.names if name not in table.column_names]
-    if missing:
-        raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
-    return [_record(row) for row in table.select(SCHEMA.names).to_pylist()]
+    return [_record(row) for row in table_rows(table)]
 
 
 _JSON_TEXT = (

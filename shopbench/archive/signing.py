@@ -7,7 +7,9 @@ implements them with the validator's hotkey, and tests may use any implementatio
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import orjson
 
 if TYPE_CHECKING:
     from shopbench.trajectory.record import Trajectory
@@ -49,4 +51,25 @@ def verify_trajectory(trajectory: Trajectory, verifier: Verifier) -> bool:
     sig = trajectory.signature
     if sig is None:
         return False
-    return verifier.verify(trajectory.signing_payload(), sig.signature, sig.signer)
+    quick = trajectory.quick_signing_payload()
+    if quick is not None and verifier.verify(quick, sig.signature, sig.signer):
+        return True  # the signer signed exactly these bytes, which encode this record
+    canonical = trajectory.signing_payload()
+    return canonical != quick and verifier.verify(canonical, sig.signature, sig.signer)
+
+
+def verify_record(record: dict[str, Any], trajectory: Trajectory, verifier: Verifier) -> bool:
+    """:func:`verify_trajectory` for a `trajectory` validated from the plain `record`
+    (:func:`shopbench.archive.layout.record_of`), whose canonical bytes are written from
+    the dict, without dumping the model again, when they can be."""
+    sig = trajectory.signature
+    if sig is None:
+        return False
+    try:
+        data = {k: v for k, v in record.items() if k != "signature"}
+        quick = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return verify_trajectory(trajectory, verifier)
+    if verifier.verify(quick, sig.signature, sig.signer):
+        return True  # the signer signed these bytes, and the record was validated from them
+    return verify_trajectory(trajectory, verifier)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from shopbench.archive.layout import from_table
+from shopbench.archive.layout import record_of, table_rows, validate_record
 from shopbench.archive.signing import Verifier
 from shopbench.archive.sink import SinkError
 from shopbench.curation.config import CurateConfig
@@ -26,6 +26,7 @@ from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten
 from shopbench.curation.errors import CurationError, EmptyResult
 from shopbench.curation.features import content_words, episode_facts
+from shopbench.curation.heap import settled_heap
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
 from shopbench.curation.report import CurationReport, build_report, write_report
@@ -38,7 +39,13 @@ from shopbench.curation.rules import (
     validity_reason,
 )
 from shopbench.curation.similarity import minhash_words
-from shopbench.curation.source import Shard, iter_batches, list_shards, local_archive
+from shopbench.curation.source import (
+    ArchiveShards,
+    Shard,
+    iter_batches,
+    list_shards,
+    local_archive,
+)
 from shopbench.curation.truth import Truth
 from shopbench.trajectory.record import Trajectory
 
@@ -70,8 +77,12 @@ class Curator:
             "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
         }  # fmt: skip
 
-    def row(self, seq: int, t: Trajectory, shard_signer: str | None = None) -> dict[str, Any]:
-        """The ledger row of one trajectory (`shard_signer`: its shard's verified signer)."""
+    def row(
+        self, seq: int, t: Trajectory, shard_signer: str | None = None,
+        record: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The ledger row of one trajectory (`shard_signer`: its shard's verified signer;
+        `record`: the plain dict it was validated from)."""
         cfg = self.cfg
         facts = episode_facts(t)
         policy, honest = self._label(t.miner_hotkey)
@@ -84,7 +95,7 @@ class Curator:
             "fingerprint": facts.reply_fingerprint,
         }  # fmt: skip
         invalid = (
-            validity_reason(t, facts, cfg.validity, self.verifier, shard_signer)
+            validity_reason(t, facts, cfg.validity, self.verifier, shard_signer, record)
             if (cfg.validity.enabled)
             else None
         )
@@ -129,27 +140,18 @@ class Curator:
     def rows(
         self, first_seq: int, table: pa.Table, shard_signer: str | None = None
     ) -> list[dict[str, Any]]:
-        """The ledger rows of one batch of archive rows, numbered from `first_seq`."""
-        try:
-            trajectories: list[Trajectory | str] = list(from_table(table))
-        except SinkError:
-            trajectories = []
-            for i in range(table.num_rows):
-                try:
-                    trajectories.append(from_table(table.slice(i, 1))[0])
-                except SinkError as e:
-                    trajectories.append(str(e).replace("row 0 is not a trajectory", "invalid"))
+        """The ledger rows of one batch of archive rows, numbered from `first_seq`. Each
+        record is rebuilt, judged and let go before the next (a batch of live trajectories
+        would make every garbage collection walk them)."""
         out = []
-        for i, t in enumerate(trajectories):
-            if isinstance(t, str):
-                raw = (
-                    table.slice(i, 1)
-                    .select(["episode_id", "miner_hotkey", "miner_uid", "task_id", "intent"])
-                    .to_pylist()[0]
-                )
-                out.append(self.rejected_row(first_seq + i, raw, t))
-            else:
-                out.append(self.row(first_seq + i, t, shard_signer))
+        for i, raw in enumerate(table_rows(table)):
+            try:
+                record = record_of(raw)
+                t = validate_record(record)
+            except SinkError as e:
+                out.append(self.rejected_row(first_seq + i, raw, f"invalid ({e})"))
+                continue
+            out.append(self.row(first_seq + i, t, shard_signer, record))
         return out
 
 
@@ -193,35 +195,44 @@ def curate(
     listed = list_shards(root, verifier if cfg.validity.verify_signatures else None)
     ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
     try:
-        seq = 0
-        for shard, table in iter_batches(listed.shards):
-            ledger.append(curator.rows(seq, table, shard.signer))
-            seq += table.num_rows
-            if progress is not None:
-                progress(table.num_rows)
-        ledger.run(cfg)
-        report = build_report(
-            ledger, cfg, listed.refused, truth=truth, archive=archive,
-            test_set_sizes={ts.name: ts.size for ts in curator.test_sets},
-        )  # fmt: skip
-        if report.kept == 0:
-            write_report(report, out)
-            raise EmptyResult(
-                f"nothing kept of {report.episodes_in} episodes (see {out / 'report.md'} "
-                "for what each rule dropped)"
-            )
-        writer = CuratedWriter(out)
-        try:
-            _copy_kept(listed.shards, ledger, writer)
-        finally:
-            files = writer.close()
-        if writer.rows != report.kept:
-            raise CurationError(
-                f"the archive changed while curating ({writer.rows} rows written, "
-                f"{report.kept} decided)"
-            )
-        report = report.model_copy(update={"files": [str(f) for f in files]})
-        write_report(report, out)
-        return report
+        with settled_heap():
+            return _run(curator, listed, ledger, cfg, out, archive, truth, progress)
     finally:
         ledger.close()
+
+
+def _run(
+    curator: Curator, listed: ArchiveShards, ledger: Ledger, cfg: CurateConfig, out: Path,
+    archive: str, truth: Truth | None, progress: Callable[[int], None] | None,
+) -> CurationReport:  # fmt: skip
+    """Both passes and the report of :func:`curate`."""
+    seq = 0
+    for shard, table in iter_batches(listed.shards):
+        ledger.append(curator.rows(seq, table, shard.signer))
+        seq += table.num_rows
+        if progress is not None:
+            progress(table.num_rows)
+    ledger.run(cfg)
+    report = build_report(
+        ledger, cfg, listed.refused, truth=truth, archive=archive,
+        test_set_sizes={ts.name: ts.size for ts in curator.test_sets},
+    )  # fmt: skip
+    if report.kept == 0:
+        write_report(report, out)
+        raise EmptyResult(
+            f"nothing kept of {report.episodes_in} episodes (see {out / 'report.md'} "
+            "for what each rule dropped)"
+        )
+    writer = CuratedWriter(out)
+    try:
+        _copy_kept(listed.shards, ledger, writer)
+    finally:
+        files = writer.close()
+    if writer.rows != report.kept:
+        raise CurationError(
+            f"the archive changed while curating ({writer.rows} rows written, "
+            f"{report.kept} decided)"
+        )
+    report = report.model_copy(update={"files": [str(f) for f in files]})
+    write_report(report, out)
+    return report

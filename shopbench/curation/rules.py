@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Any
 
-from shopbench.archive.signing import Verifier, verify_trajectory
+from shopbench.archive.signing import Verifier, verify_record, verify_trajectory
 from shopbench.curation.config import (
     JudgeParams,
     NarratorParams,
@@ -35,10 +36,12 @@ def validity_reason(
     p: ValidityParams,
     verifier: Verifier | None,
     shard_signer: str | None = None,
+    record: dict[str, Any] | None = None,
 ) -> str | None:
     """Why the record cannot be used (the first reason found), or None. `shard_signer` is
     the verified manifest's signer of the record's shard (used when ``signatures =
-    "shard"``)."""
+    "shard"``); `record`, the plain dict `t` was validated from, spares dumping `t` to check
+    its signature."""
     if p.verify_signatures and verifier is not None:
         if t.signature is None:
             return "unsigned record"
@@ -50,7 +53,10 @@ def validity_reason(
         if p.signatures == "shard" and shard_signer is not None:
             if t.signature.signer != shard_signer:
                 return f"in a shard sealed by {safe(shard_signer, 64)}, not by its signer"
-        elif not verify_trajectory(t, verifier):
+        elif not (
+            verify_record(record, t, verifier) if record is not None
+            else verify_trajectory(t, verifier)
+        ):  # fmt: skip
             return "signature does not verify"
     if p.require_terminated and t.termination != TerminationReason.terminated:
         return f"not terminated ({t.termination.value})"

@@ -12,6 +12,7 @@ import json
 from enum import StrEnum
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import ChatMessage
@@ -198,3 +199,14 @@ class Trajectory(BaseModel):
             data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
         return text.encode("utf-8")
+
+    def quick_signing_payload(self) -> bytes | None:
+        """The same bytes as :meth:`signing_payload` for nearly every record, written by
+        orjson at a fraction of the cost; the two can differ only in how a number is
+        written (``1e-05`` against ``0.00001``), and None when orjson cannot write the record
+        at all. A check that fails over these bytes must try :meth:`signing_payload`."""
+        data = self.model_dump(mode="json", exclude={"signature"})
+        try:
+            return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            return None
