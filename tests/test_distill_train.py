@@ -203,7 +203,6 @@ def test_prepare_names_the_models_it_knows(
     assert not (tmp_path / "m").exists()
 
 
-
 def test_packing_puts_both_train_rows_in_one_sequence(
     sft: Path, tiny: Path, tmp_path: Path
 ) -> None:

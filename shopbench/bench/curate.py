@@ -12,6 +12,7 @@ imports excluded.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import resource
@@ -101,6 +102,9 @@ def _curate_child(
         update={"verify_signatures": verifier is not None, "signatures": signatures}
     )
     cfg = cfg.model_copy(update={"validity": validity})
+    # Imports are excluded: DuckDB and Arrow import pandas on first use where it exists.
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
     t0 = time.perf_counter()
     report = curate(root, Path(out), cfg, verifier=verifier)
     seconds = time.perf_counter() - t0
