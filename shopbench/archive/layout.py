@@ -137,6 +137,12 @@ _PLAIN = tuple(
     and not name.endswith("_json")
 )
 
+RECORD_COLUMNS = (
+    *_PLAIN, "messages", "tool_log", "tools_json", "token_map_json", "outcome_json",
+    "judge_json", "timings_json", "signer", "signature",
+)  # fmt: skip
+"""The columns a record is rebuilt from (the derived ones repeat what these hold)."""
+
 
 class Partition(BaseModel):
     """The hive partition a trajectory belongs to: ``validator=/date=/intent=``."""
@@ -244,12 +250,13 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:
-    """The rows of a table of :data:`SCHEMA` as Python dicts of its columns (extra columns,
-    such as hive partition columns, are left out); SinkError when a column is missing."""
-    missing = [name for name in SCHEMA.names if name not in table.column_names]
+    """The rows of a table of :data:`SCHEMA` as Python dicts of the
+    :data:`RECORD_COLUMNS` (derived and extra columns, such as hive partition columns, are
+    left out); SinkError when one of those is missing."""
+    missing = [name for name in RECORD_COLUMNS if name not in table.column_names]
     if missing:
         raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
-    return table.select(SCHEMA.names).to_pylist()
+    return table.select(list(RECORD_COLUMNS)).to_pylist()
 
 
 def rebuild(row: dict[str, Any]) -> Trajectory:

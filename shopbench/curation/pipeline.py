@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from shopbench.archive.layout import record_of, table_rows, validate_record
+from shopbench.archive.layout import RECORD_COLUMNS, record_of, table_rows, validate_record
 from shopbench.archive.signing import Verifier
 from shopbench.archive.sink import SinkError
 from shopbench.curation.config import CurateConfig
@@ -207,7 +207,7 @@ def _run(
 ) -> CurationReport:  # fmt: skip
     """Both passes and the report of :func:`curate`."""
     seq = 0
-    for shard, table in iter_batches(listed.shards):
+    for shard, table in iter_batches(listed.shards, columns=RECORD_COLUMNS):
         ledger.append(curator.rows(seq, table, shard.signer))
         seq += table.num_rows
         if progress is not None:

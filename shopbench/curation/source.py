@@ -10,7 +10,7 @@ a time, so the same archive always streams in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,20 +97,21 @@ def list_shards(root: Path, verifier: Verifier | None) -> ArchiveShards:
     return ArchiveShards(root=root, shards=shards, refused=refused)
 
 
-def iter_batches(shards: list[Shard], rows: int = BATCH_ROWS) -> Iterator[tuple[Shard, pa.Table]]:
+def iter_batches(
+    shards: list[Shard], rows: int = BATCH_ROWS, columns: Sequence[str] = tuple(SCHEMA.names)
+) -> Iterator[tuple[Shard, pa.Table]]:
     """Every row of `shards`, in order, as (its shard, a table of at most `rows` rows of the
-    archive's columns); columns a shard lacks come as nulls, so a bad record fails alone."""
+    archive's `columns`); columns a shard lacks come as nulls, so a bad record fails alone."""
     for shard in shards:
         try:
             f = pq.ParquetFile(shard.file)
         except (OSError, pa.ArrowException) as e:
             raise CurationError(f"{shard.file}: not a readable shard ({e})") from None
-        present = [n for n in SCHEMA.names if n in f.schema_arrow.names]
+        present = [n for n in columns if n in f.schema_arrow.names]
         for batch in f.iter_batches(batch_size=rows, columns=present):
             table = pa.Table.from_batches([batch])
-            for name in SCHEMA.names:
+            for name in columns:
                 if name not in table.column_names:
-                    table = table.append_column(
-                        SCHEMA.field(name), pa.nulls(table.num_rows, SCHEMA.field(name).type)
-                    )
-            yield shard, table.select(SCHEMA.names)
+                    field = SCHEMA.field(name)
+                    table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            yield shard, table.select(list(columns))
