@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from shopbench.agents.local.parse import parse_generation
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig, parse_completion
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
 from shopbench.env.env import ShoppingEnv
@@ -340,6 +341,28 @@ def test_parse_completion_reads_what_servers_send_and_rejects_garbage() -> None:
     big = parse_completion(_completion({"content": "y" * 20_000}))
     assert big.content is not None and len(big.content) == 20_000
     assert issubclass(EndpointTimeout, TimeoutError)
+
+
+def test_a_reply_the_server_parsed_nothing_of_reads_as_the_local_generation() -> None:
+    # A server with no reasoning or tool parser (transformers serve for a Llama model)
+    # hands back the model's text: cut by the token limit, it reads as hf: reads it.
+    cut_thinking = parse_completion(_completion({"content": "<think>\nI should search"}))
+    assert cut_thinking.reasoning_content == "I should search"
+    assert cut_thinking.content is None and cut_thinking.tool_calls is None
+    whole = parse_completion(_completion({
+        "content": '<think>\nSearch.\n</think>\n\n<tool_call>\n{"name": "find_product", '
+        '"arguments": {"q": "jeans", "page": 1}}',
+    }))  # fmt: skip
+    assert whole.reasoning_content == "Search." and whole.content is None
+    assert whole.tool_calls and whole.tool_calls[0].function.name == "find_product"
+    assert json.loads(whole.tool_calls[0].function.arguments) == {"q": "jeans", "page": 1}
+    broken = parse_completion(_completion({"content": '<tool_call>\n{"name": "find_pro'}))
+    assert broken.tool_calls and broken.tool_calls[0].function.name == ""
+    for text in (
+        "<think>\nI should search", '<tool_call>\n{"name": "find_pro', "Plain words.",
+        '<think>a</think>b<tool_call>{"name": "terminate", "arguments": {"status": "x"}}',
+    ):
+        assert parse_completion(_completion({"content": text})) == parse_generation(text)
 
 
 def test_specs_resolve_to_endpoints_and_bad_ones_are_named() -> None:

@@ -94,7 +94,17 @@ def first_difference(local: Trajectory, served: Trajectory) -> str | None:
                 "\n".join(parts)
             )
     if len(a) != len(b):
-        return f"task {local.task_id}: hf: played {len(a)} turns, the server {len(b)}"
+        n = min(len(a), len(b))
+
+        def side(turns: list[dict[str, Any]], t: Trajectory) -> str:
+            if len(turns) > n:
+                return repr(turns[n])
+            return f"no turn ({t.termination.value}: {[f.detail for f in t.failures]})"
+
+        return (
+            f"task {local.task_id}, turn {n + 1} of {len(a)} (hf:) / {len(b)} (server):\n"
+            f"    hf:     {side(a, local)}\n    server: {side(b, served)}"
+        )
     if _ending(local) != _ending(served):
         return (
             f"task {local.task_id}: same turns, different ending:\n    hf:     "

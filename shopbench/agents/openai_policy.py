@@ -29,6 +29,8 @@ from shopbench.openai_compat.config import EndpointSettings
 from shopbench.openai_compat.errors import MalformedReply
 from shopbench.openai_compat.urls import chat_url
 
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+CALL_OPEN, CALL_CLOSE = "<tool_call>", "</tool_call>"
 _THINK = re.compile(r"^\s*(?:<think>)?(.*?)</think>\s*", re.DOTALL)
 _TOOL_CALL_TEXT = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _MAX_CONNECTIONS = 100  # httpx's own default pool size, which the policy always had
@@ -132,6 +134,12 @@ def parse_completion(data: Any) -> AssistantMessage:
     ``<tool_call>{...}</tool_call>`` blocks in the content. Arguments given as an object are
     re-encoded as JSON text; arguments that are not JSON stay as they came, for the
     environment to reject.
+
+    Content the server parsed nothing of is the model's own text, and may be cut by the
+    token limit: a ``<think>`` that never closed is reasoning (the turn made no call), and a
+    last ``<tool_call>`` that never closed is read as a block all the same (as vLLM's
+    hermes parser reads it), so a complete call runs and a cut one is refused. A local
+    model's generation is read by this same function.
     """
     try:
         message = data["choices"][0]["message"]
@@ -146,6 +154,9 @@ def parse_completion(data: Any) -> AssistantMessage:
         if found:
             reasoning = found.group(1).strip() or None
             content = content[found.end() :]
+    elif reasoning is None and content and content.lstrip().startswith(THINK_OPEN):
+        reasoning = content.lstrip()[len(THINK_OPEN) :].strip() or None  # cut while thinking
+        content = None
     raw_calls = message.get("tool_calls")
     calls: list[dict[str, Any]] = []
     if isinstance(raw_calls, list) and raw_calls:
@@ -153,7 +164,9 @@ def parse_completion(data: Any) -> AssistantMessage:
             calls.append(_call(c, i))
     elif raw_calls not in (None, []):
         raise MalformedReply("tool_calls is not a list")
-    elif content and "<tool_call>" in content:
+    elif content and CALL_OPEN in content:
+        if content.count(CALL_OPEN) > content.count(CALL_CLOSE):
+            content += CALL_CLOSE  # cut inside the last call
         calls = [_text_call(block, i) for i, block in enumerate(_TOOL_CALL_TEXT.findall(content))]
         content = _TOOL_CALL_TEXT.sub("", content)
     content = content.strip() if content else None

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.agents.local.config import HFPolicyConfig, LocalModelError, check_model_dir
-from shopbench.agents.local.parse import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
 from shopbench.agents.local.render import render_prompt
+from shopbench.agents.openai_policy import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
 from shopbench.chat import ChatMessage
 
 MIN_CACHED_PREFIX = 32
