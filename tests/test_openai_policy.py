@@ -358,6 +358,10 @@ def test_a_reply_the_server_parsed_nothing_of_reads_as_the_local_generation() ->
     assert json.loads(whole.tool_calls[0].function.arguments) == {"q": "jeans", "page": 1}
     broken = parse_completion(_completion({"content": '<tool_call>\n{"name": "find_pro'}))
     assert broken.tool_calls and broken.tool_calls[0].function.name == ""
+    # vLLM's reasoning parser keeps the newlines around the thought; <think> text loses them.
+    spaced = parse_completion(_completion({"reasoning_content": "\nStop.\n", "content": ""}))
+    assert spaced.reasoning_content == "Stop."
+    assert spaced == parse_generation("<think>\nStop.\n</think>")
     for text in (
         "<think>\nI should search", '<tool_call>\n{"name": "find_pro', "Plain words.",
         '<think>a</think>b<tool_call>{"name": "terminate", "arguments": {"status": "x"}}',

@@ -130,10 +130,10 @@ def parse_completion(data: Any) -> AssistantMessage:
     """The assistant message of a chat-completion body; MalformedReply if it has none.
 
     Reasoning comes from ``reasoning_content`` or ``reasoning``, else from a leading
-    ``<think>...</think>`` in the content; tool calls from ``tool_calls``, else from hermes
-    ``<tool_call>{...}</tool_call>`` blocks in the content. Arguments given as an object are
-    re-encoded as JSON text; arguments that are not JSON stay as they came, for the
-    environment to reject.
+    ``<think>...</think>`` in the content, without the whitespace around it; tool calls
+    from ``tool_calls``, else from hermes ``<tool_call>{...}</tool_call>`` blocks in the
+    content. Arguments given as an object are re-encoded as JSON text; arguments that are
+    not JSON stay as they came, for the environment to reject.
 
     Content the server parsed nothing of is the model's own text, and may be cut by the
     token limit: a ``<think>`` that never closed is reasoning (the turn made no call), and a
@@ -149,6 +149,8 @@ def parse_completion(data: Any) -> AssistantMessage:
         raise MalformedReply("choices[0].message is not an object")
     content = _text(message.get("content"), "content")
     reasoning = _text(message.get("reasoning_content") or message.get("reasoning"), "reasoning")
+    if reasoning is not None:  # vLLM keeps the newlines around a thought; templates drop them
+        reasoning = reasoning.strip() or None
     if reasoning is None and content and "</think>" in content:
         found = _THINK.match(content)
         if found:
