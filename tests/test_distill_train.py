@@ -241,3 +241,30 @@ def test_saved_modules_need_lora(
     assert _train(*args, "--config", str(full)) == 2
     assert "lora_modules_to_save is for a LoRA run" in capsys.readouterr().err
     assert not (tmp_path / "run" / REPORT).exists()
+
+
+def test_added_format_tokens_start_from_the_pieces_they_were_spelled_with(
+    tmp_path: Path,
+) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from shopbench.distill.models import FORMAT_TOKENS, add_format_tokens
+
+    words = ["<|im_end|>", "hi", "<", ">", "</", "think", "tool_call", "tool_response"]
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="hi"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", unk_token="hi")
+    tok.save_pretrained(tmp_path / "words")
+    model = AutoModelForCausalLM.from_pretrained(
+        tiny_qwen3(tmp_path / "m", tokenizer=tmp_path / "words")
+    )
+    tok = AutoTokenizer.from_pretrained(tmp_path / "words")
+    pieces = tok.encode("<tool_call>", add_special_tokens=False)
+    assert pieces == [words.index(w) for w in ("<", "tool_call", ">")]
+    assert add_format_tokens(tok, model) == list(FORMAT_TOKENS)
+    rows = model.get_input_embeddings().weight
+    assert rows.shape[0] == len(tok)
+    added = rows[tok.convert_tokens_to_ids("<tool_call>")]
+    assert torch.allclose(added, rows[pieces].mean(dim=0))
+    assert not torch.allclose(added, rows[: len(words)].mean(dim=0), atol=1e-4)
