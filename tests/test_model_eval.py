@@ -230,3 +230,22 @@ def test_a_distill_build_folder_is_a_training_set_its_build_json_left_aside(
     pq.write_table(pa.table({"messages": rows}), tmp_path / "train.parquet")
     (tmp_path / "build.json").write_text('{"rows": 2}')
     assert training_queries(tmp_path) == ["a red kettle", "two phone cases from one shop"]
+
+
+def test_max_turns_bounds_every_episode_and_the_report_says_so(
+    catalog_dir: Path, heldout: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "short"
+    main([
+        "distill", "eval", "--model", "careful", "--tasks", str(heldout), "--catalog",
+        str(catalog_dir), "--out", str(out), "--quiet", "--resamples", "200", "--max-turns", "2",
+    ])  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    assert report["max_turns"] == 2 and report["max_idle_turns"] is None
+    lines = (out / "trajectories.jsonl").read_text().splitlines()
+    ts = [Trajectory.model_validate_json(x) for x in lines]
+    assert ts and all(t.turns <= 2 for t in ts)
+    ended = {t.termination.value for t in ts}
+    assert "turn_limit" in ended and ended <= {"turn_limit", "terminated"}  # careful needs more
+    assert report["model"]["overall"]["metrics"]["completion"]["value"] < 1.0
+    assert "; at most 2 turns an episode." in (out / "report.md").read_text()

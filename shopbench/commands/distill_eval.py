@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from shopbench.chat import MAX_TURNS
 from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
@@ -47,6 +48,10 @@ def register_eval(distill_app: typer.Typer) -> None:
         ),
         template_arg: list[str] = policy_flags.template_arg(),
         max_idle_turns: int | None = _LIMITS.option("max_idle_turns", "--max-idle-turns"),
+        max_turns: int | None = typer.Option(
+            None, "--max-turns", min=1,
+            help=f"assistant turns per episode (default {MAX_TURNS}, the environment's)",
+        ),  # fmt: skip
         train: Path | None = _EVAL.option(
             "training_set", "--train",
             help="the model's training data (task file, JSONL, Parquet or a folder of them) "
@@ -79,7 +84,7 @@ def register_eval(distill_app: typer.Typer) -> None:
             limits=_LIMITS.build(max_idle_turns=max_idle_turns),
             bootstrap=_BOOT.build(resamples=resamples, seed=seed),
         )  # fmt: skip
-        env, chosen = load_tasks(catalog, tasks, limit)
+        env, chosen = load_tasks(catalog, tasks, limit, max_turns)
         runs = [model] + ([baseline] if baseline else [])
         if quiet:
             report, ts, base = evaluate_model(env, chosen, config, tasks_file=str(tasks))

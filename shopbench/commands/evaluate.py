@@ -22,13 +22,17 @@ _BENCH = Flags(EvalBenchConfig)
 _HF_BENCH = Flags(HFBenchConfig)
 
 
-def load_tasks(catalog: Path, tasks: Path, limit: int | None):  # type: ignore[no-untyped-def]
-    """The environment and the tasks; rejected task lines are reported, none loaded is fatal."""
+def load_tasks(  # type: ignore[no-untyped-def]
+    catalog: Path, tasks: Path, limit: int | None, max_turns: int | None = None
+):
+    """The environment (`max_turns` assistant turns per episode, default the environment's)
+    and the tasks; rejected task lines are reported, none loaded is fatal."""
+    from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
     from shopbench.evaluate.runner import EvalError
     from shopbench.tasks.io import read_tasks
 
-    env = ShoppingEnv.open(catalog)
+    env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=max_turns) if max_turns else None)
     load = read_tasks(tasks)
     for line in load.rejected[:10]:
         typer.echo(f"skipped {line}", err=True)

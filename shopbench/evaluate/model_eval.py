@@ -82,6 +82,11 @@ class ModelEvalReport(BaseModel):
     tasks: int
     samples: int
     seed: int
+    max_turns: int | None = Field(default=None, description="assistant turns an episode")
+    max_idle_turns: int | None = Field(
+        default=None, description="turns without a tool call that ran before an episode ends"
+    )
+    max_tokens: int | None = Field(default=None, description="tokens a turn (None: the policy's)")
     splits: dict[str, int]
     level: float = Field(description="confidence level of every interval")
     resamples: int
@@ -210,6 +215,9 @@ def evaluate_model(
         tasks=len(tasks),
         samples=config.samples,
         seed=config.seed,
+        max_turns=env.limits.max_turns,
+        max_idle_turns=config.limits.max_idle_turns,
+        max_tokens=config.policy_options.max_tokens,
         splits=dict(Counter(t.split for t in tasks)),
         level=boot.level,
         resamples=boot.resamples,

@@ -51,11 +51,18 @@ def _table(
 def render_markdown(r: ModelEvalReport) -> str:
     """The report as a Markdown page."""
     level = f"{r.level * 100:g}%"
+    bounds = [
+        f"at most {value} {what}" for value, what in (
+            (r.max_turns, "turns an episode"), (r.max_idle_turns, "idle turns in a row"),
+            (r.max_tokens, "tokens a turn"),
+        ) if value is not None
+    ]  # fmt: skip
     lines = [
         f"# Evaluation of `{r.model.policy}`",
         "",
-        f"{r.tasks} tasks from `{r.tasks_file}` × {r.samples} sample(s); seed {r.seed}. "
-        f"Intervals: {level} bootstrap over tasks ({r.resamples} resamples)"
+        f"{r.tasks} tasks from `{r.tasks_file}` × {r.samples} sample(s); seed {r.seed}"
+        + "".join(f"; {b}" for b in bounds)
+        + f". Intervals: {level} bootstrap over tasks ({r.resamples} resamples)"
         + ("; differences paired over tasks." if r.baseline else "."),
     ]
     if r.baseline:
