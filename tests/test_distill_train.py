@@ -187,6 +187,9 @@ def test_the_shipped_configs_load_by_name(tmp_path: Path) -> None:
     assert (full.lora, full.learning_rate, full.gradient_accumulation_steps) == (False, 1e-5, 8)
     assert (lora.lora, lora.lora_r, lora.lora_alpha, lora.learning_rate) == (True, 32, 32, 1e-4)
     assert lora.lora_target_modules == "all-linear" and lora.max_length == 16384
+    small = load_train_config("smollm2-lora")
+    assert small.lora_modules_to_save == ["embed_tokens", "lm_head"]
+    assert (small.learning_rate, small.max_steps, small.max_length) == (1e-3, 60, 2048)
     with pytest.raises(TrainConfigError, match="no such config file"):
         load_train_config(tmp_path / "nope.yaml")
     with pytest.raises(TrainConfigError, match="not YAML"):

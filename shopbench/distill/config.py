@@ -94,7 +94,7 @@ class TrainConfig(BaseModel):
         return self
 
 
-CONFIGS = ("qwen3-4b-full", "qwen3-4b-lora")
+CONFIGS = ("qwen3-4b-full", "qwen3-4b-lora", "smollm2-lora")
 """The shipped configs, by name."""
 
 
