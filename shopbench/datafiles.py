@@ -22,6 +22,18 @@ FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
 """The format :func:`read_mapping` reads a file in, by its suffix."""
 
 
+def read_text(path: str | Path, *, what: str, error: type[Exception]) -> str:
+    """The UTF-8 text of the file at `path`; `error` naming the file and the `what` that
+    could not be read, or the first byte that is not UTF-8."""
+    p = Path(path).expanduser()
+    try:
+        return p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise error(f"{p}: cannot read {what} ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{p}: {what} is not UTF-8 text (byte {e.start})") from None
+
+
 def read_mapping(
     path: str | Path,
     *,
@@ -36,12 +48,7 @@ def read_mapping(
     valid in its format, or not a table at the top.
     """
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise error(f"{p}: cannot read {what} ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise error(f"{p}: {what} is not UTF-8 text (byte {e.start})") from None
+    text = read_text(p, what=what, error=error)
     kind = FORMATS.get(p.suffix, default)
     data: Any
     if kind == "yaml":

@@ -149,16 +149,12 @@ def show_command(
     as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
+    from shopbench.datafiles import read_text
     from shopbench.judging.judge import JudgeError
     from shopbench.judging.registry import make_judge
 
     j = make_judge(judge, str(rubric) if rubric else None)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as e:
-        raise JudgeError(f"{file}: cannot read trajectories ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise JudgeError(f"{file}: not UTF-8 text (byte {e.start})") from None
+    text = read_text(file, what="trajectories", error=JudgeError)
     records: list[tuple[int, object]] = []
     try:
         whole = json.loads(text)  # one record, possibly pretty-printed, or a list of them
