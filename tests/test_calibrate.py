@@ -282,3 +282,8 @@ def test_cli_calibrates_reference_policies_and_shows_verdicts(
     assert "trajectories.jsonl:3 ?: 0.10 stopped at real_output" in shown.output
     as_json = runner.invoke(_cli(), ["judge", "show", str(traj_file), "--json"])
     assert json.loads(as_json.stdout.splitlines()[0])["score"] == verdict.score
+    (tmp_path / "latin1.jsonl").write_bytes(b"caf\xe9\n")
+    for name, said in (("absent.jsonl", "cannot read trajectories"),
+                       ("latin1.jsonl", "trajectories is not UTF-8 text (byte 3)")):  # fmt: skip
+        refused = runner.invoke(_cli(), ["judge", "show", str(tmp_path / name)])
+        assert said in str(refused.exception)  # a JudgeError: one line and exit 2 from main
