@@ -7,9 +7,8 @@ implements them with the validator's hotkey, and tests may use any implementatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-import orjson
 
 if TYPE_CHECKING:
     from shopbench.trajectory.record import Trajectory
@@ -48,28 +47,29 @@ def sign_trajectory(trajectory: Trajectory, signer: Signer) -> Trajectory:
 def verify_trajectory(trajectory: Trajectory, verifier: Verifier) -> bool:
     """Whether `trajectory` carries a signature that `verifier` accepts, by the hotkey it
     names, over its signing payload; False for an unsigned record."""
-    sig = trajectory.signature
-    if sig is None:
-        return False
-    quick = trajectory.quick_signing_payload()
-    if quick is not None and verifier.verify(quick, sig.signature, sig.signer):
-        return True  # the signer signed exactly these bytes, which encode this record
-    canonical = trajectory.signing_payload()
-    return canonical != quick and verifier.verify(canonical, sig.signature, sig.signer)
+    return _verify(trajectory, verifier, trajectory.quick_signing_payload)
 
 
 def verify_record(record: dict[str, Any], trajectory: Trajectory, verifier: Verifier) -> bool:
     """:func:`verify_trajectory` for a `trajectory` validated from the plain `record`
     (:func:`shopbench.archive.layout.record_of`), whose canonical bytes are written from
     the dict, without dumping the model again, when they can be."""
+    from shopbench.trajectory.record import quick_canonical
+
+    data = {k: v for k, v in record.items() if k != "signature"}
+    return _verify(trajectory, verifier, lambda: quick_canonical(data))
+
+
+def _verify(
+    trajectory: Trajectory, verifier: Verifier, quick_bytes: Callable[[], bytes | None]
+) -> bool:
+    """The check over the quick bytes first, then over the canonical payload when those
+    differ from it (they can only in how a number is written)."""
     sig = trajectory.signature
     if sig is None:
         return False
-    try:
-        data = {k: v for k, v in record.items() if k != "signature"}
-        quick = orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
-    except (orjson.JSONEncodeError, TypeError):
-        return verify_trajectory(trajectory, verifier)
-    if verifier.verify(quick, sig.signature, sig.signer):
-        return True  # the signer signed these bytes, and the record was validated from them
-    return verify_trajectory(trajectory, verifier)
+    quick = quick_bytes()
+    if quick is not None and verifier.verify(quick, sig.signature, sig.signer):
+        return True  # the signer signed exactly these bytes, which encode this record
+    canonical = trajectory.signing_payload()
+    return canonical != quick and verifier.verify(canonical, sig.signature, sig.signer)

@@ -205,8 +205,13 @@ class Trajectory(BaseModel):
         orjson at a fraction of the cost; the two can differ only in how a number is
         written (``1e-05`` against ``0.00001``), and None when orjson cannot write the record
         at all. A check that fails over these bytes must try :meth:`signing_payload`."""
-        data = self.model_dump(mode="json", exclude={"signature"})
-        try:
-            return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
-        except (orjson.JSONEncodeError, TypeError):
-            return None
+        return quick_canonical(self.model_dump(mode="json", exclude={"signature"}))
+
+
+def quick_canonical(data: dict[str, Any]) -> bytes | None:
+    """`data` as sorted-key compact JSON written by orjson (what
+    :meth:`Trajectory.quick_signing_payload` writes), None when orjson cannot write it."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
