@@ -21,8 +21,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from shopbench.archive.filters import FilterError, TraceFilter
-from shopbench.archive.manifest import ShardManifest, verify_manifest
-from shopbench.archive.shards import iter_manifests
+from shopbench.archive.reader import ShardRef, Trust, list_archive
 from shopbench.archive.signing import Verifier
 from shopbench.archive.sink import SinkError
 
@@ -50,19 +49,6 @@ class QueryError(SinkError):
     """The archive cannot be queried (unreadable manifest or shard, DuckDB missing)."""
 
 
-class ShardRef(BaseModel):
-    """One sealed shard a query may read: its manifest and the file's absolute path."""
-
-    model_config = ConfigDict(frozen=True)
-
-    manifest: ShardManifest
-    file: str
-
-    def partition(self) -> dict[str, str]:
-        """The hive partition of the shard's path (validator, date, intent)."""
-        return partition_of(self.manifest.path)
-
-
 def partition_of(path: str) -> dict[str, str]:
     """``{"validator": …, "date": …, "intent": …}`` from a shard's relative path."""
     out: dict[str, str] = {}
@@ -73,43 +59,33 @@ def partition_of(path: str) -> dict[str, str]:
     return out
 
 
-_SHARD_PATH = re.compile(
-    r"^validator=[A-Za-z0-9][A-Za-z0-9_.-]*/date=\d{4}-\d{2}-\d{2}/intent=[a-z_]+/[^/]+\.parquet$"
-)
-
-
 def sealed_shards(
-    root: str | Path, *, verifier: Verifier | None = None, validator: str | None = None
+    root: str | Path,
+    *,
+    verifier: Verifier | None = None,
+    validator: str | None = None,
+    trust: Trust | None = None,
 ) -> list[ShardRef]:
     """The shards under `root` that a manifest lists and whose file exists with the size the
     manifest states, in path order (``_quarantine/`` and shards still being sealed, which no
-    manifest lists yet, are never among them).
+    manifest lists yet, are never among them): :func:`~shopbench.archive.reader.list_archive`
+    without what it dropped.
 
-    With `verifier`, a manifest whose signature does not verify (by `validator` when given,
-    else by the manifest's own signer) is left out; QueryError names a manifest that does
-    not parse or that points outside the partition tree.
+    With `trust` (or `verifier` and `validator`), only that validator's verified shards, their
+    bytes checked; with `verifier` alone, a manifest whose signature does not verify by its
+    own signer is left out. QueryError names a manifest that does not parse or that points
+    outside the partition tree.
     """
-    base = Path(root)
-    if not base.is_dir():
-        raise QueryError(f"{base}: no archive here (not a directory)")
-    refs: list[ShardRef] = []
-    for path, manifest in iter_manifests(base):
-        if isinstance(manifest, SinkError):
-            raise QueryError(f"{path}: not a shard manifest ({manifest})") from None
-        if not _SHARD_PATH.fullmatch(manifest.path) or ".." in manifest.path.split("/"):
-            raise QueryError(f"{path}: shard path {manifest.path!r} is not a partition path")
-        if verifier is not None and not verify_manifest(
-            manifest, verifier, validator or manifest.signer
-        ):
-            continue
-        file = base / manifest.path
-        try:
-            size = file.stat().st_size
-        except FileNotFoundError:
-            continue
-        if size == manifest.bytes:
-            refs.append(ShardRef(manifest=manifest, file=str(file)))
-    return refs
+    if trust is None and verifier is not None and validator is not None:
+        trust = Trust(validator=validator, verifier=verifier)
+    try:
+        listing = list_archive(root, trust=trust, verifier=verifier)
+    except SinkError as e:
+        raise QueryError(str(e)) from None
+    bad = next((d for d in listing.dropped if d.unreadable), None)
+    if bad is not None:
+        raise QueryError(f"{bad.path}: {bad.reason}")
+    return listing.shards
 
 
 def _prune(refs: Sequence[ShardRef], f: TraceFilter) -> list[ShardRef]:

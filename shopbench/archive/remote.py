@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.durable import replace_durably
+from shopbench.archive.head import head_path, manifest_digest, read_local_head
 from shopbench.archive.manifest import ShardManifest, manifest_path
 from shopbench.archive.shards import iter_manifests, verify_shard
 from shopbench.archive.sink import RemoteError, SinkError
@@ -112,6 +113,9 @@ class UploadState(BaseModel):
         default_factory=dict, description="relative shard path → sha256 of what was uploaded"
     )
     failures: dict[str, UploadFailure] = Field(default_factory=dict)
+    head_sequence: int | None = Field(
+        default=None, description="the sequence of the signed head published there last"
+    )
 
 
 class UploadReport(BaseModel):
@@ -121,6 +125,7 @@ class UploadReport(BaseModel):
     held: int = Field(default=0, description="shards the destination already had")
     embargoed: list[str] = Field(default_factory=list, description="not public yet, kept back")
     failed: dict[str, str] = Field(default_factory=dict, description="shard → last error")
+    head: int | None = Field(default=None, description="the signed head's sequence, if sent now")
 
 
 def _state_file(root: Path, url: str) -> Path:
@@ -208,7 +213,37 @@ class ShardUploader:
                     report.failed[rel] = error
                     log.warning("archive: upload of %s failed, will retry: %s", rel, error)
                 self._save(state)
+            await self._publish_head(fs, base, state, report)
             return report
+
+    async def _publish_head(
+        self, fs: Any, base: str, state: UploadState, report: UploadReport
+    ) -> None:
+        """Send the store's signed head once every shard it names is at the destination with
+        the manifest it names: a reader never sees a head whose shards are missing."""
+        manifests = {m.path: m for _, m in await asyncio.to_thread(local_manifests, self.root)}
+        for validator in sorted({m.validator for m in manifests.values()}):
+            head = read_local_head(self.root, validator)
+            if head is None or head.sequence == state.head_sequence:
+                continue
+            ready = all(
+                p in manifests
+                and manifest_digest(manifests[p]) == digest
+                and state.uploaded.get(p) == manifests[p].sha256
+                for p, digest in head.shards.items()
+            )
+            if not ready:
+                continue
+            local = self.root / head_path(validator)
+            try:
+                await asyncio.to_thread(_put, fs, local, f"{base}/{head_path(validator)}")
+            # As for a shard: whatever the store answered, the next pass sends the head again.
+            except Exception as e:
+                report.failed[head_path(validator)] = f"{type(e).__name__}: {e}"
+                continue
+            state.head_sequence = head.sequence
+            report.head = head.sequence
+            self._save(state)
 
     async def _publish(
         self, fs: Any, base: str, manifest_file: Path, manifest: ShardManifest

@@ -207,7 +207,14 @@ def read_shard(path: str | Path) -> list[Trajectory]:
 def verify_shard(root: str | Path, manifest: ShardManifest) -> str | None:
     """None when the shard `manifest` describes is present under `root` with the size,
     sha256 and row count the manifest states; otherwise the reason it is not."""
-    path = Path(root) / manifest.path
+    return verify_shard_file(Path(root) / manifest.path, manifest)
+
+
+def verify_shard_file(path: str | Path, manifest: ShardManifest) -> str | None:
+    """None when the file at `path` is the shard `manifest` describes (size, sha256, rows);
+    otherwise the reason it is not (a download is checked this way before it takes the
+    shard's place)."""
+    path = Path(path)
     try:
         digest, size = sha256_file(path)
     except FileNotFoundError:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shopbench.archive.durable import fsync_dir, replace_durably
+from shopbench.archive.head import publish_head
 from shopbench.archive.layout import partition_of
 from shopbench.archive.manifest import (
     MANIFESTS_DIR,
@@ -52,7 +53,13 @@ from shopbench.archive.manifest import (
     read_manifest,
 )
 from shopbench.archive.segment import DEFAULT_COMMIT_WINDOW_MS, Segment, replay
-from shopbench.archive.shards import TEMP_SUFFIX, ShardBuilder, read_shard, verify_shard
+from shopbench.archive.shards import (
+    TEMP_SUFFIX,
+    ShardBuilder,
+    iter_manifests,
+    read_shard,
+    verify_shard,
+)
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import RecordRefused, SegmentError, SinkError
 from shopbench.trajectory.record import Trajectory
@@ -192,6 +199,7 @@ class ArchiveStore:
             log.warning(line)
             print(line, file=sys.stderr, flush=True)
         self.recovery = self._recover()
+        self._publish_head()
         self._generation = self._next_generation()
         self._segment = self._open_segment()
         self._first_at: float | None = None
@@ -236,6 +244,8 @@ class ArchiveStore:
         except OSError as e:
             raise SinkError(f"{self.root}: cannot record the embargo ({e.strerror or e})") from None
         self._embargo = new
+        if new.epoch != current.epoch:  # shards of the retired bucket became public
+            self._publish_head()
 
     # -- writing -------------------------------------------------------------------------
 
@@ -424,9 +434,20 @@ class ArchiveStore:
                 self._quarantine(rel, "no manifest: the roll that wrote it did not finish")
             builders[key].write(self.root, signer=self.signer, shard_id=part)
             written += 1
+        if written:
+            self._publish_head()
         segment.unlink(missing_ok=True)
         fsync_dir(segment.parent)
         return written
+
+    def _publish_head(self) -> None:
+        """Sign a new head over the public shards (:mod:`shopbench.archive.head`) when they
+        changed; an unreadable manifest is left out (recovery quarantines it)."""
+        public = [
+            m for _, m in iter_manifests(self.root)
+            if isinstance(m, ShardManifest) and self._embargo.is_public(m)
+        ]  # fmt: skip
+        publish_head(self.root, self.signer, public)
 
     # -- recovery ------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -31,6 +32,7 @@ def _pulled(root: str, validator: str | None, cache: Path | None, endpoint_url: 
     ``--validator``."""
     from shopbench.archive.pull import pull
     from shopbench.archive.remote import RemoteTarget, parse_storage_options
+    from shopbench.commands.traces_pull import say_pull_problems
     from template.signing import HotkeyVerifier
 
     if not validator:
@@ -48,8 +50,7 @@ def _pulled(root: str, validator: str | None, cache: Path | None, endpoint_url: 
     )
     target = RemoteTarget(url=root, storage_options=parse_storage_options([], endpoint_url))
     report = pull(target, folder, validator=validator, verifier=HotkeyVerifier())
-    for path, reason in report.quarantined.items():
-        typer.echo(f"quarantined {path}: {reason}", err=True)
+    say_pull_problems(report, validator)
     typer.echo(f"pulled {len(report.fetched)} shards ({report.rows} episodes) into {folder}",
                err=True)  # fmt: skip
     return folder
@@ -60,7 +61,9 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="port to listen on"),
     validator: str | None = typer.Option(
-        None, "--validator", help="for a URL root: the publishing validator's hotkey"
+        None, "--validator",
+        help="the publishing validator's hotkey: a URL root is pulled and verified against it, "
+        "a folder is served with only that validator's verified shards",
     ),
     cache: Path | None = typer.Option(None, "--cache", help="for a URL root: where to pull it"),
     endpoint_url: str | None = typer.Option(
@@ -88,9 +91,24 @@ def serve_command(
     if load_embargo(folder).lifted:
         typer.echo(LIFTED_WARNING.format(root=folder), err=True)
     config = _API.build(root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size)
-    app = create_app(config)
+    app = create_app(config, index=_index(config, validator))
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _index(config: ApiConfig, validator: str | None) -> Any:
+    """The service's view of its folder: with `validator`, only that validator's verified
+    shards (what is left out is said once on stderr)."""
+    from shopbench.archive.api.index import ArchiveIndex
+    from shopbench.archive.reader import Trust
+    from template.signing import HotkeyVerifier
+
+    trust = Trust(validator=validator, verifier=HotkeyVerifier()) if validator else None
+    index = ArchiveIndex(config.root, refresh_s=config.refresh_s, threads=config.threads,
+                         trust=trust)  # fmt: skip
+    for dropped in index.dropped:
+        typer.echo(f"not served {dropped.path}: {dropped.reason}", err=True)
+    return index
 
 
 def serve_hint(archive: Path) -> str:

@@ -77,18 +77,38 @@ def _with_filters(command: Callable[..., None]) -> Callable[..., None]:
     return with_options
 
 
-def _read(directory: Path, values: dict[str, str | None]):  # type: ignore[no-untyped-def]
+_SIGNED_BY_HELP = (
+    "read only the shards this validator hotkey signed, each verified (signature, sha256); "
+    "what is left out is named on stderr"
+)
+
+
+def _read(  # type: ignore[no-untyped-def]
+    directory: Path, values: dict[str, str | None], signed_by: str | None = None
+):
     """The episodes under `directory` matching the filter `values`, the store's embargo
-    (``_embargo.json``) applied: the live bucket is left out unless the store lifted it."""
+    (``_embargo.json``) applied: the live bucket is left out unless the store lifted it.
+    With `signed_by`, only that validator's verified shards (the archive's one verified
+    reader), each shard left out named on stderr."""
     from shopbench.archive.filters import TraceFilter
     from shopbench.archive.query import query
+    from shopbench.archive.reader import Trust, list_archive
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
 
     f = TraceFilter.parse(values)
     embargo = load_embargo(directory).view()
     if embargo.lifted:
         typer.echo(LIFTED_WARNING.format(root=directory), err=True)
-    return query(directory, f, embargo=embargo)
+    shards = None
+    if signed_by is not None:
+        from template.signing import HotkeyVerifier
+
+        listing = list_archive(directory, trust=Trust(validator=signed_by,
+                                                      verifier=HotkeyVerifier()))  # fmt: skip
+        for dropped in listing.dropped:
+            typer.echo(f"left out {dropped.path}: {dropped.reason}", err=True)
+        shards = listing.shards
+    return query(directory, f, embargo=embargo, shards=shards)
 
 
 @traces_app.command("query")
@@ -97,6 +117,7 @@ def query_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option("table", "--format", help=f"one of {', '.join(QUERY_FORMATS)}"),
     out: Path | None = typer.Option(None, "--out", help="write here instead of stdout"),
+    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
     filters: dict[str, str | None] | None = None,
 ) -> None:
     """Print (or write) the archived episodes matching the filters."""
@@ -105,7 +126,7 @@ def query_command(
         raise typer.BadParameter(
             f"{fmt!r} is not a format (allowed: {', '.join(QUERY_FORMATS)})", param_hint="--format"
         )
-    table = _read(directory, values)
+    table = _read(directory, values, signed_by)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -156,6 +177,7 @@ def export_command(
         "jsonl, or shoppingbench (ShoppingBench's rollout traces)",
     ),  # fmt: skip
     out: Path = typer.Option(..., "--out", help="folder (datasets) or file"),
+    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
     filters: dict[str, str | None] | None = None,
 ) -> None:
     """Export the matching episodes as a datasets folder, JSONL, or ShoppingBench traces."""
@@ -167,7 +189,7 @@ def export_command(
             f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
             param_hint="--format",
         )
-    table = _read(directory, values)
+    table = _read(directory, values, signed_by)
     written = export(table, fmt, out)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
 

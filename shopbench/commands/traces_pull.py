@@ -10,8 +10,12 @@ from __future__ import annotations
 import asyncio
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from shopbench.archive.pull import PullReport
 
 _ENDPOINT_HELP = "S3-compatible endpoint (R2, MinIO, a local server) for s3:// URLs"
 _OPTION_HELP = "fsspec storage option KEY=VALUE (repeatable), e.g. key=…, secret=…"
@@ -34,8 +38,9 @@ def pull_command(
     storage_option: list[str] = typer.Option([], "--storage-option", help=_OPTION_HELP),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
 ) -> None:
-    """Fetch one validator's shards, verifying each manifest's signature and each shard's
-    sha256; resume partial downloads, skip what is held, quarantine what fails (exit 1)."""
+    """Fetch one validator's shards, verifying each manifest's signature, each shard's sha256
+    and the validator's signed head; resume partial downloads, skip what is held, deliver every
+    intact shard, and exit 1 naming what was refused, withheld or failed."""
     from shopbench.archive.pull import PullFilters, pull
     from shopbench.archive.remote import RemoteTarget, parse_storage_options
     from shopbench.commands.progress import progress_bar
@@ -65,12 +70,25 @@ def pull_command(
         typer.echo(
             f"fetched {len(report.fetched)} shards ({len(report.resumed)} resumed), held "
             f"{len(report.held)}, filtered out {report.filtered}, quarantined "
-            f"{len(report.quarantined)}; {report.rows} episodes in {out}"
+            f"{len(report.quarantined)}, withheld {len(report.withheld)}, failed "
+            f"{len(report.failed)}; {report.rows} episodes in {out}"
         )
-    for path, reason in report.quarantined.items():
-        typer.echo(f"quarantined {path}: {reason}", err=True)
-    if report.quarantined:
+    say_pull_problems(report, validator)
+    if not report.complete:
         raise typer.Exit(1)
+
+
+def say_pull_problems(report: PullReport, validator: str) -> None:
+    """Each thing a pull refused, found withheld or failed to fetch, one line on stderr;
+    and a warning when the source publishes no signed head to check withholding against."""
+    for line in report.problems():
+        typer.echo(line, err=True)
+    if report.head is None and report.head_problem is None:
+        typer.echo(
+            f"warning: the source publishes no signed head for {validator}: shards it withholds "
+            "cannot be detected",
+            err=True,
+        )
 
 
 def publish_command(

@@ -191,8 +191,12 @@ def curate(
     out = Path(out)
     check_unwritten(out)
     curator = Curator(cfg, verifier, truth)  # test sets load before any work
-    root = local_archive(archive, out / PULLED_DIR, validator=validator, verifier=verifier)
-    listed = list_shards(root, verifier if cfg.validity.verify_signatures else None)
+    root, missing = local_archive(
+        archive, out / PULLED_DIR, validator=validator, verifier=verifier
+    )
+    checking = verifier if cfg.validity.verify_signatures or validator else None
+    listed = list_shards(root, checking, validator)
+    listed.refused.update(missing)
     ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
     try:
         with settled_heap():

@@ -1,10 +1,13 @@
 """The archive curation reads: its sealed shards, each checked, streamed in small batches.
 
 A local archive is read where it is; a URL (``s3://…``, ``file://…``) is first pulled with
-:func:`shopbench.archive.pull.pull`, which checks every manifest's signature and every
-shard's sha256, into a folder of the output. A shard whose manifest does not verify, or
-whose size, sha256 or row count differ from its manifest, is not read: its rows are
-counted as rejected with that reason. Shards are read in path order, one batch of rows at
+:func:`shopbench.archive.pull.pull`, which checks every manifest's signature, every shard's
+sha256 and the validator's signed head, into a folder of the output. Either way the shards
+are listed by the archive's one verified reader (:mod:`shopbench.archive.reader`): with
+``--validator`` a local folder is held to that validator's signatures exactly as a pulled
+bucket is. A shard whose manifest does not verify, or whose size, sha256 or row count
+differ from its manifest, is not read: its rows are counted as rejected with that reason,
+as is what a pull refused or found withheld. Shards are read in path order, one batch of rows at
 a time, so the same archive always streams in the same order.
 """
 
@@ -18,9 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from shopbench.archive.layout import SCHEMA
-from shopbench.archive.manifest import verify_manifest
-from shopbench.archive.query import sealed_shards
-from shopbench.archive.shards import verify_shard
+from shopbench.archive.reader import Trust, list_archive
 from shopbench.archive.signing import Verifier
 from shopbench.archive.sink import SinkError
 from shopbench.curation.errors import CurationError
@@ -55,10 +56,11 @@ def is_url(spec: str) -> bool:
 
 def local_archive(
     spec: str, work: Path, *, validator: str | None, verifier: Verifier | None
-) -> Path:
-    """The local folder of the archive `spec`: itself, or a URL pulled into `work`."""
+) -> tuple[Path, dict[str, tuple[int, str]]]:
+    """The local folder of the archive `spec` — itself, or a URL pulled into `work` — and
+    what the pull refused, withheld or failed to fetch (path → (rows, reason))."""
     if not is_url(spec):
-        return Path(spec)
+        return Path(spec), {}
     if validator is None or verifier is None:
         raise CurationError(f"--archive {spec}: a URL needs --validator (whose shards to pull)")
     from shopbench.archive.pull import pull
@@ -70,28 +72,32 @@ def local_archive(
         raise CurationError(f"--archive {spec}: {e}") from None
     if report.rows == 0 and not report.held:
         raise CurationError(f"--archive {spec}: no shards of validator {validator} there")
-    return work
+    missing = {p: (0, f"not pulled: {why}") for p, why in report.quarantined.items()}
+    withheld = "withheld by the source (the validator's signed head lists it)"
+    missing |= {p: (0, withheld) for p in report.withheld}
+    missing |= {p: (0, f"not pulled: {why}") for p, why in report.failed.items()}
+    if report.head_problem:
+        missing["(head)"] = (0, report.head_problem)
+    return work, missing
 
 
-def list_shards(root: Path, verifier: Verifier | None) -> ArchiveShards:
-    """The sealed shards under `root`, each checked against its manifest (and, with a
-    verifier, the manifest's signature by its signer)."""
+def list_shards(
+    root: Path, verifier: Verifier | None, validator: str | None = None
+) -> ArchiveShards:
+    """The sealed shards under `root`, read by the archive's one verified reader: with
+    `validator` (and a verifier) only that validator's signed shards, bytes checked; with a
+    verifier alone each manifest's signature by its own signer, bytes checked."""
+    trust = Trust(validator=validator, verifier=verifier) if validator and verifier else None
     try:
-        refs = sealed_shards(root)
+        listing = list_archive(root, trust=trust, verifier=verifier, check_bytes=True)
     except SinkError as e:
         raise CurationError(f"--archive: {e}") from None
-    shards: list[Shard] = []
-    refused: dict[str, tuple[int, str]] = {}
-    for ref in refs:
-        m = ref.manifest
-        if verifier is not None and not verify_manifest(m, verifier, m.signer):
-            refused[m.path] = (m.rows, f"shard manifest signature does not verify ({m.signer})")
-            continue
-        problem = verify_shard(root, m)
-        if problem is not None:
-            refused[m.path] = (m.rows, f"shard does not match its manifest: {problem}")
-            continue
-        shards.append(Shard(file=Path(ref.file), rel=m.path, rows=m.rows, signer=m.signer))
+    refused = {d.path: (d.rows, d.reason) for d in listing.dropped}
+    shards = [
+        Shard(file=Path(r.file), rel=r.manifest.path, rows=r.manifest.rows,
+              signer=r.manifest.signer)
+        for r in listing.shards
+    ]  # fmt: skip
     if not shards and not refused:
         raise CurationError(f"--archive {root}: no sealed shards (nothing to curate)")
     return ArchiveShards(root=root, shards=shards, refused=refused)

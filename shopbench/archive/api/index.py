@@ -23,7 +23,8 @@ import pyarrow as pa
 from shopbench.archive.filters import TraceFilter
 from shopbench.archive.layout import from_table
 from shopbench.archive.manifest import ShardManifest
-from shopbench.archive.query import Cursor, EmbargoView, ShardRef, query, scan, sealed_shards
+from shopbench.archive.query import Cursor, EmbargoView, QueryError, ShardRef, query, scan
+from shopbench.archive.reader import Dropped, Trust, list_archive
 from shopbench.archive.store import EmbargoState, load_embargo
 from shopbench.trajectory.record import Trajectory
 
@@ -41,10 +42,17 @@ class ArchiveIndex:
     """One archive root as the service reads it (thread-safe; the web server's workers
     share one)."""
 
-    def __init__(self, root: str | Path, *, refresh_s: float = 5.0, threads: int = 2) -> None:
+    def __init__(
+        self, root: str | Path, *, refresh_s: float = 5.0, threads: int = 2,
+        trust: Trust | None = None,
+    ) -> None:  # fmt: skip
+        """`trust`: serve only that validator's verified shards (the archive's one verified
+        reader, :mod:`shopbench.archive.reader`); what it leaves out is in :attr:`dropped`."""
         import duckdb
 
         self.root = Path(root)
+        self.trust = trust
+        self.dropped: list[Dropped] = []
         self.refresh_s = refresh_s
         self._lock = threading.Lock()
         self._con = duckdb.connect()
@@ -71,7 +79,11 @@ class ArchiveIndex:
         with self._lock:
             if not force and time.monotonic() - self._checked < self.refresh_s:
                 return
-            refs = sealed_shards(self.root)
+            listing = list_archive(self.root, trust=self.trust)
+            bad = next((d for d in listing.dropped if d.unreadable), None)
+            if bad is not None:
+                raise QueryError(f"{bad.path}: {bad.reason}")
+            refs, self.dropped = listing.shards, listing.dropped
             embargo = load_embargo(self.root)
             known = {r.file for r in self._refs}
             now = {r.file for r in refs}
@@ -210,9 +222,11 @@ class ArchiveIndex:
 
     def memo(self, name: str, filters: TraceFilter, compute: Callable[[], T]) -> T:
         """`compute()`, kept until the shards or the embargo change (aggregates over the
-        whole archive — the leaderboard, the counts — are asked for on every page)."""
+        whole archive — the leaderboard, the counts — are asked for on every page). The
+        entry is keyed on `name` and the filter's canonical :meth:`~TraceFilter.key`, which
+        no other filter shares, so one client's filter can never answer for another's."""
         self.refresh()
-        key = (name, filters.model_dump_json())
+        key = (name, filters.key())
         with self._lock:
             if key in self._memo:
                 return self._memo[key]  # type: ignore[no-any-return]

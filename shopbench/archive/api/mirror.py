@@ -1,7 +1,8 @@
 """The archive's published files over HTTP, laid out as object storage holds them, so that
 ``shopbench traces pull --from http://HOST`` reads the service as it reads a bucket.
 
-``/_manifests/<shard path>.json`` is a shard's signed manifest and ``/<shard path>`` the
+``/_manifests/<shard path>.json`` is a shard's signed manifest,
+``/_heads/validator=<hotkey>.json`` the validator's signed head, and ``/<shard path>`` the
 shard (``GET`` and ``HEAD``, byte ranges for resumed downloads); a folder of either tree
 answers an HTML list of links, the listing fsspec's HTTP filesystem walks. Only the shards
 the store would publish are here (:meth:`~shopbench.archive.store.EmbargoState.is_public`):
@@ -18,13 +19,17 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from shopbench.archive.api.index import ArchiveIndex
+from shopbench.archive.head import HEADS_DIR, head_path
 from shopbench.archive.manifest import MANIFESTS_DIR, manifest_path
 
 
 def _published(index: ArchiveIndex) -> set[str]:
-    """Every file path a public reader may fetch: the public shards and their manifests."""
+    """Every file path a public reader may fetch: the public shards, their manifests, and the
+    signed head of each validator they belong to (the store writes it over public shards)."""
     shards = [m.path for m in index.manifests()]
-    return {*shards, *(manifest_path(p) for p in shards)}
+    heads = {head_path(m.validator) for m in index.manifests()}
+    return {*shards, *(manifest_path(p) for p in shards),
+            *(h for h in heads if (index.root / h).is_file())}  # fmt: skip
 
 
 def _answer(index: ArchiveIndex, path: str) -> Response:
@@ -52,6 +57,10 @@ def router(index: ArchiveIndex) -> APIRouter:
     @mirror.api_route(f"/{MANIFESTS_DIR}/{{rest:path}}", methods=["GET", "HEAD"])
     def manifests(rest: str) -> Response:
         return _answer(index, f"{MANIFESTS_DIR}/{rest}")
+
+    @mirror.api_route(f"/{HEADS_DIR}/{{rest:path}}", methods=["GET", "HEAD"])
+    def heads(rest: str) -> Response:
+        return _answer(index, f"{HEADS_DIR}/{rest}")
 
     @mirror.api_route("/validator={rest:path}", methods=["GET", "HEAD"])
     def shards(rest: str) -> Response:
