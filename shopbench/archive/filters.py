@@ -3,12 +3,22 @@
 Every filter is optional; the ones given are combined with AND, and a list filter matches
 any of its values. A malformed filter is a :class:`FilterError` naming the filter and what
 it accepts, never a DuckDB syntax error halfway through a scan.
+
+Every value is checked against what the archive can hold before any query runs: numbers
+are finite (``nan`` and ``inf`` in every spelling are refused), scores lie in [0, 1] as the
+record's final, rule and judge scores do, a slow-turn threshold is at least 0, whole
+numbers fit DuckDB's BIGINT (blocks, epochs, miner uids) or :data:`MAX_LIMIT` (``limit``),
+and times lie in :data:`TIME_MIN` .. :data:`TIME_MAX` once converted to UTC (the archive's
+``started_at`` is an Arrow ``timestamp('us', tz='UTC')``; Python's datetime ends at year
+9999). A filter that passes is what :meth:`TraceFilter.key` names for caches.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, get_args
 
@@ -55,6 +65,32 @@ GATE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 """What a judge gate's name looks like (the rubric's names: lower case, digits, ``_``)."""
 
 
+BIGINT_MAX = 2**63 - 1
+"""The largest block, epoch or miner uid a filter takes (DuckDB's BIGINT, the columns' type)."""
+MAX_LIMIT = 2**31 - 1
+"""The largest ``limit`` a filter (or the API's ``limit`` parameter) takes."""
+TIME_MIN = datetime(1970, 1, 1, tzinfo=UTC)
+"""The earliest ``since``/``until`` (unix time 0): no episode started before it."""
+TIME_MAX = datetime.max.replace(tzinfo=UTC)
+"""The latest ``since``/``until``, in UTC (the end of year 9999, where datetime stops)."""
+_UNIX_END = (TIME_MAX - TIME_MIN) // timedelta(seconds=1) + 1  # the first second past it
+_TIME_RANGE = "from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z in UTC"
+
+Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+"""A score filter's bound: finite, in [0, 1] like every score a record holds."""
+WholeNumber = Annotated[int, Field(ge=0, le=BIGINT_MAX)]
+"""A block, epoch or miner uid: 0 to :data:`BIGINT_MAX`."""
+
+
+def _from_unix(seconds: float) -> datetime:
+    """The UTC time `seconds` after the epoch; ValueError outside the archive's times."""
+    if not math.isfinite(seconds):
+        raise ValueError(f"{seconds} is not a finite number of unix seconds")
+    if not 0 <= seconds < _UNIX_END:
+        raise ValueError(f"{seconds} unix seconds is outside the archive's times")
+    return TIME_MIN + timedelta(seconds=seconds)
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -64,10 +100,10 @@ class TraceFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    block_min: int | None = Field(default=None, ge=0, description="first block (inclusive)")
-    block_max: int | None = Field(default=None, ge=0, description="last block (inclusive)")
-    epoch_min: int | None = Field(default=None, ge=0, description="first epoch (inclusive)")
-    epoch_max: int | None = Field(default=None, ge=0, description="last epoch (inclusive)")
+    block_min: WholeNumber | None = Field(default=None, description="first block (inclusive)")
+    block_max: WholeNumber | None = Field(default=None, description="last block (inclusive)")
+    epoch_min: WholeNumber | None = Field(default=None, description="first epoch (inclusive)")
+    epoch_max: WholeNumber | None = Field(default=None, description="last epoch (inclusive)")
     since: datetime | None = Field(
         default=None, description="episodes started at or after this time (ISO 8601 or unix s)"
     )
@@ -76,7 +112,7 @@ class TraceFilter(BaseModel):
     )
     intent: list[Intent] | None = Field(default=None, description="task intents")
     cluster: list[str] | None = Field(default=None, description="task cluster ids")
-    miner_uid: list[int] | None = Field(default=None, description="miner uids")
+    miner_uid: list[WholeNumber] | None = Field(default=None, description="miner uids")
     miner_hotkey: list[str] | None = Field(default=None, description="miner hotkeys")
     validator: list[str] | None = Field(default=None, description="validator hotkeys")
     agent: list[str] | None = Field(default=None, description="agent (policy or model) names")
@@ -85,43 +121,56 @@ class TraceFilter(BaseModel):
         default=None, description="termination reasons"
     )
     success: bool | None = Field(default=None, description="outcome success")
-    score_min: float | None = Field(default=None, description="lowest final score (inclusive)")
-    score_max: float | None = Field(default=None, description="highest final score (inclusive)")
-    rule_score_min: float | None = Field(default=None, description="lowest mean rule score")
-    rule_score_max: float | None = Field(default=None, description="highest mean rule score")
-    judge_score_min: float | None = Field(default=None, description="lowest judge score")
-    judge_score_max: float | None = Field(default=None, description="highest judge score")
+    score_min: Score | None = Field(default=None, description="lowest final score (inclusive)")
+    score_max: Score | None = Field(default=None, description="highest final score (inclusive)")
+    rule_score_min: Score | None = Field(default=None, description="lowest mean rule score")
+    rule_score_max: Score | None = Field(default=None, description="highest mean rule score")
+    judge_score_min: Score | None = Field(default=None, description="lowest judge score")
+    judge_score_max: Score | None = Field(default=None, description="highest judge score")
     text: str | None = Field(
         default=None, min_length=1, max_length=MAX_TEXT_CHARS,
         description="full-text search: the query, or an assistant turn's reasoning, "
         "contains this (case-insensitive)",
     )  # fmt: skip
     slow_turn_ms: float | None = Field(
-        default=None, ge=0, description="some turn waited at least this long for the policy (ms)"
-    )
+        default=None, ge=0, allow_inf_nan=False,
+        description="some turn waited at least this long for the policy (ms)",
+    )  # fmt: skip
     gate_failed: list[Annotated[str, StringConstraints(pattern=GATE_PATTERN)]] | None = Field(
         default=None, description="the judge failed one of these gates"
     )
-    limit: int | None = Field(default=None, ge=1, description="at most this many rows")
+    limit: int | None = Field(
+        default=None, ge=1, le=MAX_LIMIT, description="at most this many rows"
+    )
 
     @field_validator("since", "until", mode="before")
     @classmethod
     def _unix_seconds(cls, value: Any) -> Any:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return datetime.fromtimestamp(value, tz=UTC)
         if isinstance(value, str):
             try:
-                return datetime.fromtimestamp(float(value), tz=UTC)
+                value = float(value)  # also "nan", "inf", "1e18": refused below, by name
             except ValueError:
-                return value
+                return value  # ISO 8601 text, for pydantic to read
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return _from_unix(value)
         return value
 
     @field_validator("since", "until")
     @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        # A naive time is UTC; an offset is converted, and a time whose conversion leaves
+        # datetime's range (9999-12-31T23:00:00-05:00) is refused like any other outside.
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        try:
+            utc = value.astimezone(UTC)
+        except OverflowError:
+            utc = None
+        if utc is None or utc < TIME_MIN:
+            raise ValueError(f"{value.isoformat()} is outside the archive's times")
+        return utc
 
     @model_validator(mode="after")
     def _ranges_ordered(self) -> TraceFilter:
@@ -134,6 +183,23 @@ class TraceFilter(BaseModel):
             if a is not None and b is not None and a > b:
                 raise ValueError(f"filter {_flag(lo)} {a} is above {_flag(hi)} {b}")
         return self
+
+    def key(self) -> str:
+        """The filter's canonical text, for caches: two filters share a key only when every
+        field holds the same value.
+
+        It is the JSON of ``[[field, value], ...]`` over the fields in declaration order,
+        the filter validated again first (a copy made with ``model_copy`` skips validation).
+        Each field has one type, so its name fixes how its value reads back: a number is
+        finite (``nan`` or ``inf`` would make ``json.dumps`` raise, never come out as
+        ``null``, the way pydantic's JSON writes them, which made a ``score_min=nan`` filter
+        read as no filter at all), a time is UTC, unset is ``null``."""
+        checked = type(self).model_validate(self.model_dump())
+        fields = checked.model_dump(mode="json")
+        return json.dumps(
+            [[name, fields[name]] for name in type(self).model_fields],
+            allow_nan=False, ensure_ascii=True, separators=(",", ":"),
+        )  # fmt: skip
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> TraceFilter:
@@ -194,5 +260,8 @@ def _allowed(name: str) -> str:
     if name == "success":
         return " (allowed: true, false)"
     if name in ("since", "until"):
-        return " (allowed: an ISO 8601 time such as 2025-01-31T12:00:00Z, or unix seconds)"
+        return (
+            " (allowed: an ISO 8601 time such as 2025-01-31T12:00:00Z, or unix seconds, "
+            f"{_TIME_RANGE})"
+        )
     return ""
