@@ -194,22 +194,30 @@ def _download(
     fs: Any, remote: str, partial: Path, size: int, chunk_bytes: int
 ) -> tuple[bool, bool]:
     """Fetch `remote` into `partial`, continuing what is there, never past `size` bytes (the
-    signed size). Returns (an earlier partial was continued, the source had more bytes)."""
+    signed size). Returns (an earlier partial was continued, the source had more bytes). A
+    server without range requests is read as a stream from the start."""
     partial.parent.mkdir(parents=True, exist_ok=True)
     offset = partial.stat().st_size if partial.exists() else 0
     if offset > size:  # not a prefix of this shard: start again
         partial.unlink()
         offset = 0
-    with fs.open(remote, "rb", block_size=chunk_bytes) as src:
+    try:
+        return _copy(fs, remote, partial, size, offset, chunk_bytes)
+    except ValueError:  # fsspec's HTTP file without range requests: stream it whole
+        partial.unlink(missing_ok=True)
+        return _copy(fs, remote, partial, size, 0, 0)
+
+
+def _copy(
+    fs: Any, remote: str, partial: Path, size: int, offset: int, block_size: int
+) -> tuple[bool, bool]:
+    chunk = block_size or _CHUNK_BYTES
+    with fs.open(remote, "rb", block_size=block_size) as src:
         if offset:
-            try:
-                src.seek(offset)
-            except (ValueError, OSError, NotImplementedError):  # a stream: start again
-                partial.unlink()
-                offset = 0
+            src.seek(offset)
         with partial.open("ab") as dst:
             left = size - offset
-            while left > 0 and (data := src.read(min(chunk_bytes, left))):
+            while left > 0 and (data := src.read(min(chunk, left))):
                 dst.write(data)
                 left -= len(data)
             dst.flush()
@@ -228,10 +236,10 @@ class _Quarantine:
             self.root.is_dir()
         ) else 0  # fmt: skip
 
-    def put(self, rel: str, reason: str, manifest: bytes | None, partial: Path | None) -> None:
+    def put(self, rel: str, reason: str, manifest: bytes | None, partial: Path | None) -> str:
         """Keep what was fetched now of the shard at `rel` (a checked shard path): the partial
-        download and the manifest's bytes, within the cap. The shard already held is never
-        touched."""
+        download and the manifest's bytes, within the cap; the reason as recorded. The shard
+        already held is never touched."""
         kept: list[Path] = []
         if partial is not None and partial.exists():
             target = inside(self.root, rel)
@@ -254,6 +262,7 @@ class _Quarantine:
         note = f"{rel}: {reason}\n".encode()
         for path in kept:
             replace_durably(path.with_name(path.name + ".reason.txt"), note)
+        return reason
 
 
 def _check_manifest(
@@ -360,8 +369,7 @@ class _Pull:
     # -- one shard ---------------------------------------------------------------------
 
     def refuse(self, rel: str, reason: str, raw: bytes | None, partial: Path | None) -> None:
-        self.quarantine.put(rel, reason, raw, partial)
-        self.report.quarantined[rel] = reason
+        self.report.quarantined[rel] = self.quarantine.put(rel, reason, raw, partial)
 
     def shard(self, rel: str, remote: str | None, head: ArchiveHead | None) -> None:
         r = self.report
