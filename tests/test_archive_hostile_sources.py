@@ -347,3 +347,31 @@ def test_serve_with_a_validator_key_serves_only_its_verified_shards(
     index = ArchiveIndex(root, trust=Trust(validator=HK, verifier=VERIFIER))
     assert sorted(m.path for m in index.manifests()) == sorted(m.path for m in real)
     assert {d.path for d in index.dropped} == {m.path for m in forged}
+
+
+def test_curate_with_a_validator_key_drops_a_local_folders_forged_shards(
+    episodes: list[Trajectory], tmp_path: Path
+) -> None:
+    from shopbench.archive.signing import sign_trajectory
+    from shopbench.cli import main
+
+    root = tmp_path / "folder"
+    real = [sign_trajectory(e, SIGNER) for e in episodes[:6]]
+    write_shard(real, root, signer=SIGNER)
+    forged = [
+        sign_trajectory(e.model_copy(update={"episode_id": f"forged-{i}",
+                                             "validator_hotkey": OTHER.hotkey}), OTHER)
+        for i, e in enumerate(episodes[6:12])
+    ]  # fmt: skip
+    sealed = write_shard(forged, root, signer=OTHER)
+    out = tmp_path / "curated"
+    try:
+        main(["curate", "--archive", str(root), "--validator", HK, "--out", str(out)])
+    except SystemExit as e:  # nothing kept of these unjudged episodes is an error too
+        assert e.code in (0, 2)
+    report = json.loads((out / "report.json").read_text())
+    assert report["episodes_in"] == 12
+    validity = report["rules"]["validity"]
+    assert validity["dropped"] == 6
+    assert any(f"not in validator {HK}'s partition" in why for why in validity["reasons"])
+    assert sealed.path.startswith(f"validator={OTHER.hotkey}/")
