@@ -243,6 +243,26 @@ def test_an_eval_export_opens_with_inspects_own_reader(
         ("/v1/trajectories/0123456789abcdef?intent=shop", 422, "intent", ["format"]),
         ("/v1/tasks/no-such-task", 404, None, None),
         ("/v1/trajectories?text=" + "x" * 3000, 414, None, None),
+        ("/v1/trajectories?score_min=nan", 422, "score_min", None),
+        ("/v1/trajectories?score_max=Infinity", 422, "score_max", None),
+        ("/v1/trajectories?rule_score_min=-inf", 422, "rule_score_min", None),
+        ("/v1/trajectories?judge_score_max=NaN", 422, "judge_score_max", None),
+        ("/v1/trajectories?score_min=1.5", 422, "score_min", None),
+        ("/v1/trajectories?slow_turn_ms=inf", 422, "slow_turn_ms", None),
+        ("/v1/trajectories?since=1e18", 422, "since", None),
+        ("/v1/trajectories?since=inf", 422, "since", None),
+        ("/v1/trajectories?until=9999-12-31T23:00:00-05:00", 422, "until", None),
+        ("/v1/trajectories?block_min=9223372036854775808", 422, "block_min", None),
+        ("/v1/trajectories?miner_uid=18446744073709551616", 422, "miner_uid", None),
+        ("/v1/trajectories?limit=9223372036854775808", 422, "limit", None),
+        ("/v1/trajectories?format=jsonl&limit=9223372036854775808", 422, "limit", None),
+        ("/v1/trajectories?format=parquet&limit=9223372036854775808", 422, "limit", None),
+        ("/v1/trajectories?format=trl&limit=2147483648", 422, "limit", None),
+        ("/v1/stats?since=1e18", 422, "since", None),
+        ("/v1/leaderboard?until=9999-12-31T23:00:00-05:00", 422, "until", None),
+        ("/episodes?score_min=nan", 422, "score_min", None),
+        # a cursor at block 2**63, past any block the archive holds
+        ("/v1/trajectories?cursor=WzkyMjMzNzIwMzY4NTQ3NzU4MDgsImEiXQ", 422, "cursor", None),
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_naming_the_parameter(
@@ -299,6 +319,93 @@ def test_a_client_past_its_rate_is_told_when_to_come_back(arena: tuple[Path, str
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
 
 
+def test_a_hostile_filter_never_answers_for_the_unfiltered_view(
+    arena: tuple[Path, str, dict], records: dict[str, Trajectory]
+) -> None:
+    # A fresh server's memo is the one eviction leaves: no entry for the unfiltered view, so
+    # a filter that keyed like no filter at all (NaN did) would fill it with its own answer.
+    config = ApiConfig(root=str(arena[0]), burst=10_000, rate_per_s=1000)
+    with serving(create_app(config)) as url, httpx.Client(base_url=url) as c:
+        for name in ("score_min", "rule_score_max", "judge_score_min", "slow_turn_ms"):
+            for spelling in ("nan", "NaN", "inf", "-Infinity"):
+                for route in ("/v1/stats", "/v1/leaderboard"):
+                    r = c.get(route, params={name: spelling})
+                    assert r.status_code == 422, (route, name, spelling, r.text)
+                    assert r.json()["detail"][0]["loc"] == ["query", name]
+        assert c.get("/v1/stats").json()["episodes"] == len(records)
+        board = c.get("/v1/leaderboard").json()
+        assert sum(m["episodes"] for m in board["miners"]) == len(records)
+        home = c.get("/")
+        assert home.status_code == 200 and f"{len(records)} episodes." in home.text
+
+
+ROTATED = tuple(f"203.0.113.{i}" for i in range(1, 6))
+"""Five forwarded addresses, one client rotating them (or five clients behind a proxy)."""
+
+
+def _codes(url: str, forwarded: tuple[str, ...], peer: str = "127.0.0.1") -> list[int]:
+    """The statuses of one request per X-Forwarded-For value, sent from address `peer`."""
+    transport = httpx.HTTPTransport(local_address=peer)
+    with httpx.Client(base_url=url, transport=transport) as c:
+        return [c.get("/v1/manifests", headers={"x-forwarded-for": f}).status_code
+                for f in forwarded]  # fmt: skip
+
+
+def test_rotating_x_forwarded_for_does_not_dodge_the_rate_limit(
+    arena: tuple[Path, str, dict],
+) -> None:
+    config = ApiConfig(root=str(arena[0]), burst=3, rate_per_s=0.01)
+    assert config.trusted_proxies == ()
+    with serving(create_app(config), trusted_proxies=config.trusted_proxies) as url:
+        assert _codes(url, ROTATED) == [200, 200, 200, 429, 429]
+
+
+def test_x_forwarded_for_is_read_only_from_a_configured_proxy(
+    arena: tuple[Path, str, dict],
+) -> None:
+    config = ApiConfig(root=str(arena[0]), burst=3, rate_per_s=0.01,
+                       trusted_proxies=("127.0.0.1",))  # fmt: skip
+    with serving(create_app(config), trusted_proxies=config.trusted_proxies) as url:
+        assert _codes(url, ROTATED) == [200] * 5  # each forwarded client: a bucket of its own
+        assert _codes(url, ("198.51.100.7",) * 4) == [200, 200, 200, 429]
+        # any other peer's header is ignored: it is counted by its own address
+        assert _codes(url, ROTATED, peer="127.0.0.2") == [200, 200, 200, 429, 429]
+
+
+def test_archive_serve_reads_x_forwarded_for_only_from_its_trusted_proxy(
+    arena: tuple[Path, str, dict], tmp_path: Path
+) -> None:
+    refused = CliRunner().invoke(
+        cli_app, ["archive", "serve", "--root", str(arena[0]), "--trusted-proxy", "*"]
+    )
+    assert refused.exit_code == 2 and "--trusted-proxy" in refused.output
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "shopbench.cli", "archive", "serve", "--root", str(arena[0]),
+         "--port", str(port), "--burst", "3", "--rate", "0.01", "--trusted-proxy", "127.0.0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        # 127.0.0.1 is not the proxy named: its header is ignored (uvicorn alone trusts it)
+        assert _codes(url, ROTATED) == [200, 200, 200, 429, 429]
+        assert _codes(url, ROTATED, peer="127.0.0.2") == [200] * 5
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def _tags(page: str) -> list[tuple[str, dict[str, str | None]]]:
     """Every start tag of `page` with its attributes, as a browser's parser reads them."""
     found: list[tuple[str, dict[str, str | None]]] = []
@@ -350,14 +457,19 @@ def test_traces_pull_reads_the_service_as_it_reads_a_bucket(
                   "--out", str(out), "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output.strip().splitlines()[-1])
+    report = _json_line(result.output)
     assert report["rows"] == 24 and not report["quarantined"]
     assert {t.episode_id for t in read_store(out)} == set(records)
     forged = CliRunner().invoke(
         cli_app, ["traces", "pull", "--from", str(api.base_url), "--validator", VALIDATOR,
                   "--out", str(tmp_path / "none"), "--json"],
     )  # fmt: skip
-    assert forged.exit_code == 0 and json.loads(forged.output.strip().splitlines()[-1])["rows"] == 0
+    assert forged.exit_code == 0 and _json_line(forged.output)["rows"] == 0
+
+
+def _json_line(output: str) -> dict[str, object]:
+    """The report a ``--json`` command printed (warnings on stderr may follow it)."""
+    return json.loads([line for line in output.splitlines() if line.startswith("{")][-1])
 
 
 def test_the_embargoed_shards_are_not_served_to_pull(

@@ -275,3 +275,23 @@ def test_the_traces_cli_names_a_malformed_filter(
     assert done.returncode == 2 and "--score-min" in done.stderr
     done = _cli("query", str(root), "--format", "csv")
     assert done.returncode == 2 and "--format" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--since", "1e18"),
+        ("--until", "9999-12-31T23:00:00-05:00"),
+        ("--score-min", "nan"),
+        ("--limit", str(2**63)),
+    ],
+)
+def test_the_traces_cli_refuses_a_value_the_archive_cannot_hold_in_one_line(
+    archive: tuple[Path, list[Trajectory]], flag: str, value: str
+) -> None:
+    root, _ = archive
+    done = _cli("query", str(root), flag, value)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: filter {flag}: {value!r} refused")

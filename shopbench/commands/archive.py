@@ -72,12 +72,18 @@ def serve_command(
     rate: float = _API.option("rate_per_s", "--rate"),
     burst: int = _API.option("burst", "--burst"),
     page_size: int = _API.option("page_size", "--page-size"),
+    trusted_proxies: list[str] = _API.option(
+        "trusted_proxies", "--trusted-proxy", default=[],
+        help="a reverse proxy's address or CIDR network whose X-Forwarded-For is read as the "
+        "client (repeat for several); by default the header is ignored",
+    ),
 ) -> None:
     """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
     try:
         import uvicorn
 
         from shopbench.archive.api.app import create_app
+        from shopbench.archive.api.server import proxy_options
     except ImportError as e:
         raise ShopbenchError(
             f"archive serve needs the api extra: pip install -e '.[api]' ({e})"
@@ -90,10 +96,15 @@ def serve_command(
                                  param_hint="--root")  # fmt: skip
     if load_embargo(folder).lifted:
         typer.echo(LIFTED_WARNING.format(root=folder), err=True)
-    config = _API.build(root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size)
+    config = _API.build(
+        root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size,
+        trusted_proxies=tuple(trusted_proxies),
+    )  # fmt: skip
     app = create_app(config, index=_index(config, validator))
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(
+        app, host=host, port=port, log_level="warning", **proxy_options(config.trusted_proxies)
+    )
 
 
 def _index(config: ApiConfig, validator: str | None) -> Any:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import ipaddress
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ApiConfig(BaseModel):
@@ -30,3 +32,23 @@ class ApiConfig(BaseModel):
         default=1000, ge=1, description="most episodes in one Inspect .eval export"
     )
     threads: int = Field(default=2, ge=1, description="DuckDB threads")
+    trusted_proxies: tuple[str, ...] = Field(
+        default=(),
+        description="addresses or networks (CIDR) of reverse proxies in front of the service; "
+        "only a request arriving from one of them has its X-Forwarded-For read as the client "
+        "(the address the rate limit counts). None by default: the header is ignored",
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # uvicorn would also take "*" (every peer), which hands the rate limit to the client
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"trusted proxy {entry!r} is not an IP address or network such as "
+                    "10.0.0.5 or 10.0.0.0/8"
+                ) from None
+        return value

@@ -31,7 +31,7 @@ from shopbench.archive.api.exports import (
 )
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
-from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, FilterError, TraceFilter
 from shopbench.archive.layout import from_table, record_json_sql
 from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor
@@ -89,6 +89,8 @@ def decode_cursor(text: str) -> Cursor:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         block, episode_id = json.loads(raw)
+        if block is not None and not 0 <= block <= BIGINT_MAX:  # a block the archive holds
+            raise ValueError(block)
         return Cursor(block=block, episode_id=episode_id)
     except (binascii.Error, ValueError, TypeError, ValidationError):
         raise FilterError(
@@ -104,8 +106,9 @@ def read_request(
     max_limit: int | None,
     default_limit: int | None,
 ) -> ListRequest:
-    """The filters and paging of `request`'s query string (FilterError names what is wrong);
-    `max_limit` None leaves ``limit`` unbounded above."""
+    """The filters and paging of `request`'s query string (FilterError names what is wrong,
+    before any query runs); ``limit`` is at most `max_limit`, or the filters' own
+    :data:`~shopbench.archive.filters.MAX_LIMIT` when `max_limit` is None."""
     values: dict[str, Any] = {}
     page: dict[str, str] = {}
     for key, value in request.query_params.multi_items():
@@ -127,15 +130,14 @@ def read_request(
         )  # fmt: skip
     limit: int | None = default_limit
     if "limit" in page:
+        top = MAX_LIMIT if max_limit is None else max_limit
         try:
             limit = int(page["limit"])
         except ValueError:
             limit = 0
-        if limit < 1 or (max_limit is not None and limit > max_limit):
-            top = "" if max_limit is None else f" to {max_limit}"
-            raise FilterError(
-                f"limit {page['limit']!r} refused: a whole number from 1{top}", filter="limit"
-            )
+        if not 1 <= limit <= top:
+            reason = f"{page['limit'][:40]!r} refused: a whole number from 1 to {top}"
+            raise FilterError(f"limit {reason}", filter="limit", reason=reason)
     cursor = decode_cursor(page["cursor"]) if "cursor" in page else None
     return ListRequest(filters=TraceFilter.parse(values), cursor=cursor, limit=limit, format=fmt)
 

@@ -5,24 +5,44 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from shopbench.archive.sink import SinkError
 
 
+def proxy_options(trusted_proxies: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's proxy settings for `trusted_proxies` (``ApiConfig.trusted_proxies``), the
+    one place they are decided. None trusted: proxy headers off, so the client is the
+    socket's peer whatever X-Forwarded-For says (uvicorn's own default would read it from
+    any peer on 127.0.0.1, which every local reverse proxy and every local client is).
+    Otherwise uvicorn's ``forwarded_allow_ips``: only a request whose peer is one of them
+    has its X-Forwarded-For honoured."""
+    trusted = list(trusted_proxies)
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted}
+
+
 @contextmanager
-def serving(app: Any, host: str = "127.0.0.1", start_timeout_s: float = 15.0) -> Iterator[str]:
+def serving(
+    app: Any,
+    host: str = "127.0.0.1",
+    start_timeout_s: float = 15.0,
+    *,
+    trusted_proxies: Sequence[str] = (),
+) -> Iterator[str]:
     """Serve `app` with uvicorn on a free port of `host` in a background thread for the
-    duration of the block; yields the base URL (``http://host:port``)."""
+    duration of the block, X-Forwarded-For read only from `trusted_proxies`
+    (:func:`proxy_options`); yields the base URL (``http://host:port``)."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(
+        app, log_level="error", lifespan="off", **proxy_options(trusted_proxies)
+    ))  # fmt: skip
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + start_timeout_s
