@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.chat import MAX_TOOL_NAME, ChatMessage
 from shopbench.trajectory.record import (
     FailureKind,
-    TerminationReason,
     Timings,
     ToolLogEntry,
     Trajectory,
@@ -28,6 +27,7 @@ from shopbench.trajectory.record import (
     TurnTiming,
 )
 from shopbench.trajectory.reply import LooseReply, PreparedTurn, nudge, prepare, read_reply, short
+from shopbench.trajectory.stops import LoopState, first_stop
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy
@@ -173,18 +173,10 @@ async def run_episode(
     failures: list[TurnFailure] = []
     timings: list[TurnTiming] = []
     used_ids: set[str] = set()
-    policy_failures = idle = 0
-    reason: TerminationReason | None = None
-    detail: str | None = None
+    state = LoopState(episode=episode, limits=limits)
 
-    while reason is None:
-        if not episode.begin_turn():
-            ended = episode.end_reason
-            reason = (
-                TerminationReason.terminated if ended == "terminated"
-                else TerminationReason.turn_limit
-            )
-            break
+    while (stopped := first_stop(state)) is None:
+        episode.begin_turn()
         turn = episode.turn
         elapsed = time.perf_counter() - t_start
         reply, fault, policy_ms = await _ask(policy, messages, episode.tools, limits, elapsed)
@@ -192,12 +184,10 @@ async def run_episode(
             kind, text = fault or ("invalid_reply", "no reply")
             failures.append(TurnFailure(turn=turn, kind=kind, detail=text))
             timings.append(TurnTiming(turn=turn, policy_ms=policy_ms, env_ms=0.0))
-            policy_failures += 1
-            if kind == "deadline" or policy_failures >= limits.max_policy_failures:
-                reason, detail = TerminationReason(kind), text
-                episode.end("aborted")
+            state.policy_failures += 1
+            state.fault = (kind, text)
             continue
-
+        state.fault = None
         prepared = prepare(reply, turn, episode, used_ids)
         messages.append(prepared.message)
         for kind, text in prepared.notices:
@@ -209,13 +199,8 @@ async def run_episode(
         if not prepared.calls:
             kind, text = prepared.notices[0] if prepared.notices else ("no_tool_call", "")
             messages.append(ChatMessage(role="user", content=nudge(kind, text, episode)))
-        idle = 0 if ran else idle + 1
-        if limits.max_idle_turns is not None and idle >= limits.max_idle_turns:
-            reason = TerminationReason.no_progress
-            detail = f"{idle} turns in a row without a tool call that ran"
-            episode.end("aborted")
-        elif episode.done:
-            reason = TerminationReason.terminated
+        state.idle_turns = 0 if ran else state.idle_turns + 1
+    reason, detail = stopped
 
     t_grade = time.perf_counter()
     tokens = episode.recommended
