@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.chat import MAX_TOOL_NAME, ChatMessage
+from shopbench.trajectory.builder import episode_record
 from shopbench.trajectory.record import (
     FailureKind,
     Timings,
-    ToolLogEntry,
     Trajectory,
     TurnFailure,
     TurnTiming,
@@ -203,36 +203,15 @@ async def run_episode(
     reason, detail = stopped
 
     t_grade = time.perf_counter()
-    tokens = episode.recommended
-    ids = [episode.resolve(t) for t in tokens]
+    ids = [episode.resolve(t) for t in episode.recommended]
     outcome = (grader or env.grade)(task, ids)
     grade_ms = (time.perf_counter() - t_grade) * 1000.0
 
-    return Trajectory(
-        episode_id=episode.id,
-        task_id=task.id,
-        cluster=task.cluster,
-        validator_hotkey=validator_hotkey,
-        miner_uid=miner_uid,
-        miner_hotkey=miner_hotkey,
+    return episode_record(
+        episode, task, messages, agent=str(getattr(policy, "name", type(policy).__name__)),
+        outcome=outcome, termination=reason, detail=detail, failures=failures, tools=tools,
+        validator_hotkey=validator_hotkey, miner_uid=miner_uid, miner_hotkey=miner_hotkey,
         block=block,
-        intent=task.intent,
-        query=task.query,
-        split=task.split,
-        agent=str(getattr(policy, "name", type(policy).__name__)),
-        system_prompt_version=episode.system_prompt_version,
-        tools=tools,
-        messages=messages,
-        tool_log=tool_log(episode),
-        failures=failures,
-        recommended=tokens,
-        recommended_ids=ids,
-        token_map=episode.token_map(),
-        status=episode.status,
-        termination=reason,
-        termination_detail=detail,
-        turns=episode.turn,
-        outcome=outcome,
         timings=Timings(
             started_at=started_at,
             total_ms=(time.perf_counter() - t_start) * 1000.0,
@@ -241,20 +220,4 @@ async def run_episode(
             grade_ms=grade_ms,
             turns=timings,
         ),
-    )
-
-
-def tool_log(episode: Episode) -> list[ToolLogEntry]:
-    """The episode's own log of calls as the trajectory records it (arguments, digests)."""
-    return [
-        ToolLogEntry(
-            turn=r.turn,
-            name=r.name,
-            arguments=r.arguments,
-            result_digest=r.digest,
-            error=r.error,
-            latency_ms=r.latency_ms,
-        )
-        for r in episode.log
-    ]
-
+    )  # fmt: skip

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shopbench.chat import ChatMessage, FunctionCall, ToolCall
-from shopbench.trajectory.loop import tool_log
+from shopbench.trajectory.builder import episode_record
 from shopbench.trajectory.record import TerminationReason, Timings, Trajectory
 
 if TYPE_CHECKING:
@@ -121,18 +121,11 @@ def rollout_trajectory(env: ShopbenchEnvironment, messages: Sequence[dict[str, A
     """One rollout as the record the arena archives: its messages, the episode's tool log,
     recommendation and outcome. A rollout that did not call terminate ended on its budget
     (TRL's tool-call iterations or completion length), recorded as ``turn_limit``."""
-    episode, task = env.episode, env.task
+    episode = env.episode
     ended = episode.end_reason == "terminated"
-    return Trajectory(
-        episode_id=episode.id, task_id=task.id, cluster=task.cluster, intent=task.intent,
-        query=task.query, split=task.split, agent=AGENT,
-        system_prompt_version=episode.system_prompt_version, tools=episode.tools,
-        messages=chat_messages(messages), tool_log=tool_log(episode),
-        recommended=episode.recommended,
-        recommended_ids=[episode.resolve(t) if t else None for t in episode.recommended],
-        token_map=episode.token_map(), status=episode.status,
+    return episode_record(
+        episode, env.task, chat_messages(messages), agent=AGENT, outcome=env.outcome,
         termination=TerminationReason.terminated if ended else TerminationReason.turn_limit,
-        turns=episode.turn, outcome=env.outcome,
         timings=Timings(started_at=time.time(), total_ms=0.0, policy_ms=0.0, env_ms=0.0,
                         grade_ms=0.0),
     )  # fmt: skip
