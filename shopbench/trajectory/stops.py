@@ -13,13 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from shopbench.trajectory.record import FailureKind, TerminationReason
 
 if TYPE_CHECKING:
     from shopbench.env.episode import EndReason, Episode
-    from shopbench.trajectory.loop import RunLimits
+
+
+class Limits(Protocol):
+    """The loop's limits the stop conditions read (:class:`~shopbench.trajectory.loop.
+    RunLimits` has them)."""
+
+    max_policy_failures: int
+    max_idle_turns: int | None
 
 
 @dataclass
@@ -27,7 +34,7 @@ class LoopState:
     """What the stop conditions read: the episode, the loop's limits, and its counters."""
 
     episode: Episode
-    limits: RunLimits
+    limits: Limits
     policy_failures: int = 0
     idle_turns: int = 0
     fault: tuple[FailureKind, str] | None = None  # the policy's failure on the last turn
