@@ -1,5 +1,5 @@
-"""`shopbench curate` (an archive into training data, with a report) and `shopbench bench
-curate`."""
+"""`shopbench curate` (an archive into training data, with a report), `shopbench bench
+curate` and `shopbench bench contamination`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from pathlib import Path
 
 import typer
 
+from shopbench.bench.contamination import ContaminationBenchConfig
 from shopbench.bench.curate import CurateBenchConfig
 from shopbench.commands.flags import Flags
 
 _BENCH = Flags(CurateBenchConfig)
+_CONTAMINATION = Flags(ContaminationBenchConfig)
 
 
 def curate_command(
@@ -100,7 +102,34 @@ def bench_curate_command(
     typer.echo(report.model_dump_json(indent=None if as_json else 2))
 
 
+def bench_contamination_command(
+    test_set: list[Path] = typer.Option(
+        ..., "--test-set",
+        help="task file of test queries (repeatable; in a checkout: "
+        "tests/data/shoppingbench/product_test.jsonl and voucher_test.jsonl)",
+    ),  # fmt: skip
+    tasks: Path | None = _CONTAMINATION.option("tasks", "--tasks"),
+    products: int = _CONTAMINATION.option("products", "--products"),
+    per_intent: int = _CONTAMINATION.option("per_intent", "--per-intent"),
+    seed: int = _CONTAMINATION.option("seed", "--seed"),
+    threshold: float | None = _CONTAMINATION.option("threshold", "--threshold"),
+    cover_threshold: float | None = _CONTAMINATION.option("cover_threshold", "--cover-threshold"),
+    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+) -> None:
+    """Contamination's catch rate on lightly edited test queries, per kind of edit, and its
+    false-positive rate on arena queries."""
+    from shopbench.bench.contamination import run_contamination_bench
+
+    cfg = _CONTAMINATION.build(
+        test_sets=test_set, tasks=tasks, products=products, per_intent=per_intent, seed=seed,
+        threshold=threshold, cover_threshold=cover_threshold,
+    )  # fmt: skip
+    report = run_contamination_bench(cfg)
+    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add ``curate`` and ``bench curate``."""
+    """Add ``curate``, ``bench curate`` and ``bench contamination``."""
     app.command("curate")(curate_command)
     bench_app.command("curate")(bench_curate_command)
+    bench_app.command("contamination")(bench_contamination_command)

@@ -58,10 +58,15 @@ class ContaminationParams(_Section):
         default_factory=list,
         description="task files (ours or ShoppingBench's) whose queries must not be trained on",
     )
-    ngram: int = Field(default=8, ge=1, le=32, description="word n-gram length")
     threshold: float = Field(
         default=0.6, gt=0, le=1,
-        description="share of a query's n-grams found in one test query that contaminates it",
+        description="share of a query's word weight (IDF over the test set, words normalised) "
+        "found in one test query that contaminates it",
+    )  # fmt: skip
+    cover_threshold: float = Field(
+        default=0.9, gt=0, le=1,
+        description="share of one test query's word weight found in a query that contaminates "
+        "it (a test query padded with words of its own)",
     )  # fmt: skip
 
 

@@ -60,7 +60,7 @@ class Curator:
         self.cfg = cfg
         self.verifier = verifier
         c = cfg.contamination
-        self.test_sets = [TestSet.load(p, c.ngram) for p in c.test_sets] if c.enabled else []
+        self.test_sets = [TestSet.load(p, c) for p in c.test_sets] if c.enabled else []
         self.labels = truth.lookup() if truth is not None else {}
 
     def _label(self, hotkey: str | None) -> tuple[str | None, bool | None]:
@@ -102,12 +102,13 @@ class Curator:
         if invalid is not None:
             return base | {"r_validity": invalid}
         contaminated = []
-        worst = (0.0, "")
+        worst: tuple[float, str] = (0.0, "")
         for ts in self.test_sets:
-            overlap = ts.overlap(t.query)
-            if overlap >= cfg.contamination.threshold:
+            match = ts.match(t.query)
+            if match is not None:
                 contaminated.append(ts.name)
-                worst = max(worst, (overlap, ts.name))
+                share = max(match.contained, match.covered)
+                worst = max(worst, (share, f"{ts.name} ({match.reason()})"))
         parts = narrator_parts(facts, cfg.narrator)
         segments = recovery_segments(facts, t.outcome.success)
         weight = judge_weight(t, cfg.judge) if cfg.judge.enabled else 1.0
@@ -115,8 +116,7 @@ class Curator:
             weight *= cfg.recovery.weight
         return base | {
             "r_contamination": (
-                f"query overlaps test set {worst[1]} ({worst[0]:.2f} of its "
-                f"{cfg.contamination.ngram}-grams)" if contaminated else None
+                f"query overlaps test set {worst[1]}" if contaminated else None
             ),
             "contaminated_by": contaminated,
             "r_outcome": outcome_reason(t, cfg.outcome),

@@ -25,7 +25,6 @@ from shopbench.errors import ShopbenchError
 from shopbench.evaluate.intervals import BootstrapConfig
 from shopbench.evaluate.model_table import DifferenceTable, RunTable, difference_table, run_table
 from shopbench.evaluate.overlap import (
-    DEFAULT_NGRAM,
     DEFAULT_THRESHOLD,
     Contamination,
     contamination,
@@ -64,7 +63,6 @@ class ModelEvalConfig(BaseModel):
     training_set: Path | None = Field(
         default=None, description="the model's training data, for the contamination line"
     )
-    ngram: int = Field(default=DEFAULT_NGRAM, ge=1, description="contamination n-gram length")
     threshold: float = Field(
         default=DEFAULT_THRESHOLD, gt=0, le=1, description="contamination containment threshold"
     )
@@ -197,7 +195,7 @@ def evaluate_model(
     if config.training_set is not None:
         line = contamination(
             [(t.id, t.query) for t in tasks], config.training_set,
-            ngram=config.ngram, threshold=config.threshold,
+            threshold=config.threshold,
         )  # fmt: skip
         if line.overlapping:
             warnings.append(line.line())

@@ -1,9 +1,10 @@
 """The contamination line of a model's evaluation: how many evaluation queries overlap the
 queries the model was trained on.
 
-The overlap test is curation's (:class:`shopbench.curation.contamination.TestSet`: word
-n-grams of folded text, containment at or above a threshold, with curation's defaults):
-here the training queries are the indexed set and each evaluation query is looked up in it.
+The overlap test is curation's (:class:`shopbench.curation.contamination.TestSet`:
+normalised words weighted by IDF, containment at or above a threshold or a training query
+all but covered, with curation's defaults): here the training queries are the indexed set
+and each evaluation query is looked up in it.
 
 A training set is read from any of the files the pipeline writes: a task file; JSONL whose
 records have a ``query`` (trajectories, tasks) or ``messages`` (SFT rows: the first user
@@ -26,7 +27,6 @@ from shopbench.curation.contamination import TestSet
 from shopbench.errors import ShopbenchError
 
 _DEFAULTS = ContaminationParams()
-DEFAULT_NGRAM: int = _DEFAULTS.ngram
 DEFAULT_THRESHOLD: float = _DEFAULTS.threshold
 _DATA_SUFFIXES = (".jsonl", ".parquet")
 
@@ -44,7 +44,6 @@ class Contamination(BaseModel):
     training_queries: int
     evaluation_queries: int
     overlapping: int = Field(description="evaluation queries at or above the threshold")
-    ngram: int
     threshold: float
     examples: list[str] = Field(description="up to five overlapping task ids")
 
@@ -53,7 +52,7 @@ class Contamination(BaseModel):
         return (
             f"{self.overlapping} of {self.evaluation_queries} evaluation queries overlap the "
             f"{self.training_queries} training queries of {self.training_set} "
-            f"(word {self.ngram}-grams, containment ≥ {self.threshold:g})"
+            f"(weighted words, containment ≥ {self.threshold:g})"
         )
 
 
@@ -132,19 +131,18 @@ def contamination(
     evaluation: Sequence[tuple[str, str]],
     training_set: Path,
     *,
-    ngram: int = DEFAULT_NGRAM,
     threshold: float = DEFAULT_THRESHOLD,
 ) -> Contamination:
     """The overlap of the (task id, query) pairs of an evaluation with a training set."""
     queries = training_queries(training_set)
-    index = TestSet(str(training_set), queries, ngram)
-    hits = [task_id for task_id, q in evaluation if index.overlap(q) >= threshold]
+    params = _DEFAULTS.model_copy(update={"threshold": threshold})
+    index = TestSet(str(training_set), queries, params)
+    hits = [task_id for task_id, q in evaluation if index.match(q) is not None]
     return Contamination(
         training_set=str(training_set),
         training_queries=len(queries),
         evaluation_queries=len(evaluation),
         overlapping=len(hits),
-        ngram=ngram,
         threshold=threshold,
         examples=hits[:5],
     )
