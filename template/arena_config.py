@@ -11,7 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from shopbench.agents.local.config import HF_PREFIX
 from shopbench.agents.options import PolicyOptions, check_applies
-from shopbench.agents.registry import SERVABLE_POLICIES, check_spec, kinds_in_turn
+from shopbench.agents.registry import (
+    SERVABLE_ADVERSARIES,
+    SERVABLE_POLICIES,
+    check_spec,
+    kinds_in_turn,
+)
 from shopbench.scoring.consensus import ConsensusConfig
 from template.arena_miners import ArenaError
 
@@ -130,10 +135,10 @@ class ArenaConfig(BaseModel):
         for name in names:
             if name.startswith(HF_PREFIX):
                 check_spec(name)  # a model directory with weights and a chat template
-            elif name not in SERVABLE_POLICIES:
+            elif name not in SERVABLE_POLICIES and name not in SERVABLE_ADVERSARIES:
                 raise ValueError(
-                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)} or "
-                    "hf:PATH"
+                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)}, the "
+                    f"adversaries {', '.join(SERVABLE_ADVERSARIES)}, or hf:PATH"
                 )
         return names
 

@@ -86,7 +86,7 @@ def _truth(path: Path, extra: dict[int, str] | None = None) -> Path:
     policies = {uid: p for uid, p in enumerate(POLICIES)} | {
         10: "careful_terse",
         11: "careful_terse",
-    }
+    } | (extra or {})
     miners = [{"uid": u, "hotkey": _miner(u), "policy": p} for u, p in policies.items()]
     path.write_text(json.dumps({"miners": miners, "burned": 0.0}))
     return path
@@ -133,12 +133,15 @@ def test_curate_measures_every_rule_against_the_true_policies(
         assert key in report  # fmt: skip
     assert report["episodes_in"] == len(everything)
     assert report["kept"] + sum(report["dropped_by_rule"].values()) == len(everything)
-    # Every dishonest trace goes; the honest traces dropped are the clone's alone (a clone of
-    # an honest miner is still an honest policy's trace, so it counts against precision).
+    # Every dishonest trace goes; the honest traces dropped are the clone's (a clone of an
+    # honest miner is still an honest policy's trace, so it counts against precision) and
+    # careful_terse's, whose calls and picks are careful's: duplicates, counted as kept.
     assert report["dishonest_removal_recall"] == 1.0
     rules = report["rules"]
     honest_dropped = {r: e["truth"]["honest"] for r, e in rules.items() if e["truth"]["honest"]}
-    assert honest_dropped == {"clones": len(played[11])}
+    assert honest_dropped == {"clones": len(played[11]), "duplicates": len(played[10])}
+    assert report["duplicates_per_miner"][_miner(10)]["of"] == {_miner(0): len(played[10])}
+    assert report["honest_retention"] == round(1 - len(played[11]) / (4 * len(played[0])), 4)
     dishonest = 4 * len(played[3])
     assert report["dishonest_removal_precision"] == round(dishonest / (dishonest + 10), 4)
     assert rules["narrator"]["alone"]["precision"] == 1.0
@@ -147,13 +150,17 @@ def test_curate_measures_every_rule_against_the_true_policies(
     assert policies["narrator"]["kept"] == policies["narrator_quoting"]["kept"] == 0
     assert policies["offline"]["kept"] == 0
     assert policies["offline"]["dropped_by_rule"].get("narrator", 0) >= len(played[6]) // 2
-    assert policies["careful_terse"]["dropped_by_rule"].get("clones") == len(played[11])
+    assert policies["careful_terse"]["dropped_by_rule"] == {
+        "clones": len(played[11]), "duplicates": len(played[10]),
+    }
+    assert not set(policies["careful"]["dropped_by_rule"]) & {"claims", "duplicates"}
+    assert not set(policies["trial_and_error"]["dropped_by_rule"]) & {"claims", "duplicates"}
     assert policies["trial_and_error"]["recovery"] >= 1
     assert report["contaminated"][str(test_set)]["contaminated"] == 0
     assert report["contaminated"][str(test_set)]["test_queries"] == 250
     kept = list(read_curated(out))
     assert len(kept) == report["kept"]
-    assert {t.trajectory.miner_uid for t in kept} <= {0, 1, 10}
+    assert {t.trajectory.miner_uid for t in kept} <= {0, 1}
     recovered = [e for e in kept if "recovery" in e.tags]
     assert recovered and all(e.weight == 1.5 for e in recovered)
     for e in recovered:
@@ -194,7 +201,7 @@ def test_unknown_rules_and_parameters_fail_before_any_work(
     assert _curate("--archive", str(tmp_path / "none"), "--config", str(bad_rule),
                    "--out", str(out)) == 2  # fmt: skip
     err = capsys.readouterr().err
-    assert "unknown rule 'narator'" in err and "validity, contamination, narrator" in err
+    assert "unknown rule 'narator'" in err and "validity, contamination, narrator, claims" in err
     bad_param = tmp_path / "b.toml"
     bad_param.write_text("[dedup]\njacard = 0.4\n")
     assert _curate("--archive", str(tmp_path / "none"), "--config", str(bad_param),
@@ -321,7 +328,13 @@ def test_shortest_success_then_near_duplicates_then_caps(
     assert _curate("--archive", str(root), "--out", str(out)) == 0
     plain = json.loads((out / "report.json").read_text())
     kept_careful = plain["kept_per_miner"][_miner(0)]
-    assert plain["dropped_by_rule"]["dedup"] == kept_careful  # each copy collapses
+    assert plain["dropped_by_rule"]["duplicates"] == kept_careful  # the same decisions
+    assert plain["duplicates_per_miner"][_miner(0)]["of"] == {_miner(0): kept_careful}
+    cfg = _write(tmp_path / "d.toml", "[duplicates]\nenabled = false\n")
+    out = tmp_path / "text"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 0
+    text = json.loads((out / "report.json").read_text())
+    assert text["dropped_by_rule"]["dedup"] == kept_careful  # each copy collapses
     cfg = _write(
         tmp_path / "c.toml",
         "[structure]\nshortest_success = true\n[caps]\nmax_per_miner = 3\n",
@@ -376,3 +389,88 @@ def test_in_shard_mode_a_verified_manifest_vouches_for_its_rows(
     assert report["dropped_by_rule"]["validity"] == report["episodes_in"] == 6
     assert all("manifest signature does not verify" in r
                for r in report["rules"]["validity"]["reasons"])  # fmt: skip
+
+
+# -- sybils and liars: decisions, not wording --------------------------------------------------
+
+ADVERSARIES = {20: "careful", 21: "careful", 22: "paraphraser", 23: "liar"}
+SEEDS = {20: 20, 21: 21, 22: 22, 23: 21}  # the liar's seed 21: three lucky successes here
+
+
+@pytest.fixture(scope="module")
+def adversaries(
+    env: ShoppingEnv, catalog: Any, tasks: list[Task]
+) -> dict[int, list[Trajectory]]:
+    """On the same tasks: an honest careful miner, a second careful miner (another seed, so
+    other words), a paraphrasing sybil of careful, and a liar."""
+    return {uid: _play(env, catalog, tasks, p, uid, seed=SEEDS[uid])
+            for uid, p in ADVERSARIES.items()}  # fmt: skip
+
+
+def _curated(tmp_path: Path, episodes: list[Trajectory]) -> dict[str, Any]:
+    root = _archive(tmp_path / "archive", episodes)
+    out = tmp_path / "curated"
+    truth = _truth(tmp_path / "arena.json", ADVERSARIES)
+    assert _curate("--archive", str(root), "--truth", str(truth), "--out", str(out)) in (0, 2)
+    return json.loads((out / "report.json").read_text()) | {"_out": str(out)}
+
+
+def test_a_paraphrasing_sybil_and_a_second_copy_lose_their_duplicates_to_the_original(
+    adversaries: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    original, second, sybil = adversaries[20], adversaries[21], adversaries[22]
+    report = _curated(tmp_path, [*sybil, *second, *original])  # the original's rows come last
+    kept = {e.trajectory.episode_id for e in read_curated(Path(report["_out"]))}
+    by_policy = report["policies"]
+    # The original keeps every episode no other rule drops; the copies lose every one of
+    # theirs that the original kept, to the duplicates rule, whatever their words.
+    assert kept <= {t.episode_id for t in original} and len(kept) >= 0.9 * len(original)
+    lost = len(original) - len(kept)  # to the outcome rule, as the copies' twins are
+    assert by_policy["paraphraser"]["kept"] == 0
+    assert by_policy["paraphraser"]["dropped_by_rule"] == (
+        {"duplicates": len(kept)} | ({"outcome": lost} if lost else {})
+    )
+    counts = report["duplicates_per_miner"]
+    assert set(counts) == {_miner(21), _miner(22)}
+    ours = {t.episode_id: t.task_id for t in original}
+    for uid in (21, 22):
+        entry = counts[_miner(uid)]
+        assert entry["dropped"] == len(kept) and entry["of"] == {_miner(20): len(kept)}
+        theirs = {t.episode_id: t.task_id for t in adversaries[uid]}
+        assert len(entry["examples"]) == min(8, len(kept))
+        assert all(k in kept and ours[k] == theirs[d] for d, k in entry["examples"].items())
+    reasons = report["rules"]["duplicates"]["reasons"]
+    assert sum(reasons.values()) == 2 * len(kept)
+    assert all(r.startswith("same decisions as … of miner ") for r in reasons)
+    markdown = (Path(report["_out"]) / "report.md").read_text()
+    assert f"| {_miner(22)} | {len(kept)} | {_miner(20)}: {len(kept)} |" in markdown
+    # The duplicates count as kept: the second careful miner's loss is no honest loss.
+    assert report["honest_retention"] == round(1 - lost / len(original), 4)
+
+
+def test_the_liar_loses_every_success_to_the_claims_rule_and_careful_loses_none(
+    adversaries: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    liar, careful = adversaries[23], adversaries[20]
+    lucky = [t for t in liar if t.success]
+    assert lucky and all(t.judge is not None and t.judge.score >= 0.5 for t in lucky)
+    report = _curated(tmp_path, [*liar, *careful])
+    by_policy = report["policies"]
+    assert by_policy["liar"]["kept"] == 0
+    assert by_policy["liar"]["dropped_by_rule"] == {"claims": len(liar)}
+    assert not set(by_policy["careful"]["dropped_by_rule"]) & {"claims", "duplicates"}
+    claims = report["rules"]["claims"]
+    assert claims["alone"]["dishonest"] == len(liar) and claims["alone"]["honest"] == 0
+    reasons = list(claims["reasons"])
+    assert all(r.startswith("the grader refutes the claims of N of the miner's N claiming")
+               for r in reasons)  # fmt: skip
+    kept = {e.trajectory.miner_uid for e in read_curated(Path(report["_out"]))}
+    assert kept == {20}
+    # Off, it flags the same miner and drops nothing: the lucky successes pass every gate.
+    cfg = _write(tmp_path / "off.toml", "[claims]\nenabled = false\n")
+    out = tmp_path / "off"
+    assert _curate("--archive", str(tmp_path / "archive"), "--config", str(cfg),
+                   "--out", str(out)) == 0  # fmt: skip
+    off = json.loads((out / "report.json").read_text())
+    assert off["dropped_by_rule"]["claims"] == 0
+    assert off["kept_per_miner"].get(_miner(23), 0) >= len(lucky)

@@ -325,3 +325,54 @@ def test_guessers_are_refused_and_random_goes_nowhere(runs: dict[str, list[Traje
         assert t.tool_log[0].error == "invalid_id" and t.recommended == []
     assert set(SERVABLE_POLICIES) >= {"careful", "random", "guesser", "narrator"}
     assert "offline" not in SERVABLE_POLICIES
+
+
+# -- the adversaries of curation --------------------------------------------------------------
+
+
+def test_the_adversaries_are_made_by_name_and_left_out_of_the_default_sets() -> None:
+    from shopbench.agents.registry import (
+        POLICY_NAMES,
+        SERVABLE_ADVERSARIES,
+        check_spec,
+        honesty,
+    )
+
+    assert set(SERVABLE_ADVERSARIES) == {"paraphraser", "liar"}
+    assert not set(SERVABLE_ADVERSARIES) & (set(POLICY_NAMES) | set(SERVABLE_POLICIES))
+    for name in SERVABLE_ADVERSARIES:
+        check_spec(name)
+    assert honesty("liar") is False and honesty("paraphraser") is None
+
+
+def test_the_paraphraser_makes_the_careful_shoppers_calls_in_other_words(
+    env: ShoppingEnv, tasks: list[Task], runs: dict[str, list[Trajectory]]
+) -> None:
+    sybil = play_all(env, tasks, make_policy("paraphraser", seed=5))
+    for a, b in zip(runs["careful"], sybil, strict=True):
+        assert calls(a) == calls(b) and a.recommended_ids == b.recommended_ids
+    said = [[m.reasoning_content for m in t.messages if m.role == "assistant"]
+            for t in (*runs["careful"], *sybil)]  # fmt: skip
+    n = len(sybil)
+    changed = sum(x != y for a, b in zip(said[:n], said[n:], strict=True)
+                  for x, y in zip(a, b, strict=True))  # fmt: skip
+    assert changed >= 0.8 * sum(len(a) for a in said[:n])  # most turns reworded
+    again = play_all(env, tasks[:3], make_policy("paraphraser", seed=5))
+    assert [t.messages for t in again] == [t.messages for t in sybil[:3]]
+
+
+def test_the_liar_varies_its_plan_recommends_what_it_opened_and_claims_success(
+    env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    liar = play_all(env, tasks, make_policy("liar", seed=5))
+    shapes = set()
+    for t in liar:
+        names = [e.name for e in t.tool_log]
+        assert names[0] == "find_product" and names[-1] == "terminate"
+        assert t.tool_log[-1].arguments == {"status": "success"}  # type: ignore[comparison-overlap]
+        viewed = {p for e in t.tool_log if e.name == "view_product_information"
+                  for p in str(e.arguments["product_ids"]).split(",")}  # type: ignore[index]
+        assert t.recommended and set(t.recommended) <= viewed
+        shapes.add(tuple(names))
+    assert len(shapes) >= len(liar) // 3  # no one plan
+    assert 0 < sum(t.success for t in liar) < len(liar)  # lucky sometimes, not always

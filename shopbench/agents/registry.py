@@ -25,9 +25,11 @@ from shopbench.agents.reference import (
     CarefulTersePolicy,
     GreedyPolicy,
     GuesserPolicy,
+    LiarPolicy,
     NarratorPolicy,
     NarratorQuotingPolicy,
     OfflinePolicy,
+    ParaphraserPolicy,
     RandomPolicy,
     ScriptedPolicy,
     TrialAndErrorPolicy,
@@ -54,7 +56,16 @@ REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
         RandomPolicy,
     )
 })
-"""Every reference policy by name, in the order listings show them."""
+"""Every reference policy of the default sets by name, in the order listings show them."""
+ADVERSARY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
+    p.name: p for p in (ParaphraserPolicy, LiarPolicy)
+})
+"""Attacks on curation, made by name (``make_policy``, an arena's ``--policies``) but left out
+of every default set (:data:`POLICY_NAMES`, the arena's miners, calibration, the benches),
+whose measured figures they would shift."""
+_BY_NAME: Mapping[str, type[ScriptedPolicy]] = MappingProxyType(
+    {**REFERENCE_POLICIES, **ADVERSARY_POLICIES}
+)
 POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
 """The reference policy names."""
 CATALOG_POLICIES: tuple[str, ...] = tuple(
@@ -65,6 +76,10 @@ SERVABLE_POLICIES: tuple[str, ...] = tuple(
     n for n, p in REFERENCE_POLICIES.items() if not p.needs_catalog
 )
 """Reference policies made from a seed alone, so that a miner can serve them."""
+SERVABLE_ADVERSARIES: tuple[str, ...] = tuple(
+    n for n, p in ADVERSARY_POLICIES.items() if not p.needs_catalog
+)
+"""Adversary policies a miner can serve (an arena plays them when ``--policies`` names them)."""
 API_KEY_VARIABLES = ("SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
 
 
@@ -74,13 +89,16 @@ class PolicySpecError(ShopbenchError):
 
 def policy_choices() -> str:
     """The policy specs :func:`make_policy` accepts, as a help text lists them."""
-    return f"{', '.join(POLICY_NAMES)}, openai:MODEL@URL, or hf:PATH (a local model directory)"
+    return (
+        f"{', '.join(POLICY_NAMES)}, the adversaries {', '.join(ADVERSARY_POLICIES)}, "
+        "openai:MODEL@URL, or hf:PATH (a local model directory)"
+    )
 
 
 def honesty(spec: str) -> bool | None:
     """Whether the policy `spec` names shops honestly (True), imitates shopping (False), or
     is neither (None: careless or random reference policies, and any model endpoint)."""
-    policy_class = REFERENCE_POLICIES.get(spec.strip())
+    policy_class = _BY_NAME.get(spec.strip())
     return None if policy_class is None else policy_class.honest
 
 
@@ -116,7 +134,7 @@ def check_spec(spec: str) -> None:
         parse_openai_spec(name)
     elif name.startswith(HF_PREFIX):
         check_model_dir(model_path(name))
-    elif name not in REFERENCE_POLICIES:
+    elif name not in _BY_NAME:
         raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
 
 
@@ -160,7 +178,7 @@ def make_policy(
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
     if openai_options or sampling_seed is not None:
         raise PolicySpecError(f"policy {spec!r} takes no endpoint options")
-    policy_class = REFERENCE_POLICIES.get(name)
+    policy_class = _BY_NAME.get(name)
     if policy_class is None:
         raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
     if policy_class.needs_catalog:

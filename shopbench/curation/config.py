@@ -96,6 +96,30 @@ class NarratorParams(_Section):
     )  # fmt: skip
 
 
+class ClaimsParams(_Section):
+    """Miners whose claims of success the validator's grader refutes too often: all their
+    episodes go (their lucky successes are luck, not checking)."""
+
+    max_refuted_share: float = Field(
+        default=0.25, gt=0, le=1,
+        description="share of a miner's claiming episodes with a refuted claim at or above "
+        "which every episode of the miner is dropped",
+    )  # fmt: skip
+    min_episodes: int = Field(
+        default=8, ge=1, description="claiming episodes a miner needs before it is judged"
+    )
+    count_unsupported: bool = Field(
+        default=True,
+        description="a claim about a missed constraint in details the agent never opened "
+        "counts as refuted",
+    )
+    count_beaten: bool = Field(
+        default=True,
+        description="a pick meeting fewer visible constraints than a product the agent "
+        "opened counts as refuted",
+    )
+
+
 class OutcomeParams(_Section):
     """Kept: a success, or a mean rule score at least the bar."""
 
@@ -139,6 +163,17 @@ class ClonesParams(_Section):
     )
 
 
+class DuplicatesParams(_Section):
+    """Episodes of one task with the same decisions (whatever their wording): one is kept,
+    that of the miner seen first (first block, then uid), else the earliest started."""
+
+    compare: Literal["calls", "picks"] = Field(
+        default="calls",
+        description="calls: every call's name and normalised arguments (catalog ids, text "
+        "folded) and the picks; picks: the products opened and the picks",
+    )
+
+
 class DedupParams(_Section):
     """Near-duplicate trajectories of one cluster collapse to the best-scored one."""
 
@@ -178,10 +213,12 @@ class CurateConfig(BaseModel):
     validity: ValidityParams = ValidityParams()
     contamination: ContaminationParams = ContaminationParams()
     narrator: NarratorParams = NarratorParams()
+    claims: ClaimsParams = ClaimsParams()
     outcome: OutcomeParams = OutcomeParams()
     judge: JudgeParams = JudgeParams()
     structure: StructureParams = StructureParams()
     clones: ClonesParams = ClonesParams()
+    duplicates: DuplicatesParams = DuplicatesParams()
     dedup: DedupParams = DedupParams()
     caps: CapsParams = CapsParams()
     recovery: RecoveryParams = RecoveryParams()
@@ -217,8 +254,8 @@ class CurateConfig(BaseModel):
 
 
 RULES: tuple[str, ...] = (
-    "validity", "contamination", "narrator", "outcome", "judge", "structure", "clones",
-    "dedup", "caps",
+    "validity", "contamination", "narrator", "claims", "outcome", "judge", "structure",
+    "clones", "duplicates", "dedup", "caps",
 )  # fmt: skip
 """The rules, in pipeline order (each drop is charged to the first rule that drops it)."""
 

@@ -6,8 +6,8 @@ that need the agent's knowledge at each turn (searches with words it never saw, 
 reasoning does not name their call, ids and prices cited that were never shown) are the
 rubric judge's own: read from the verdict's ``signals`` when the validator recorded them,
 else computed by the rubric judge here. Product tokens are episode-scoped, so everything
-compared across episodes (call skeletons, reply fingerprints, near-duplicate shingles)
-first maps each token to its catalog id.
+compared across episodes (call skeletons, reply fingerprints, near-duplicate shingles,
+decision keys) first maps each token to its catalog id.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import orjson
 import pydantic_core
 
 from shopbench.trajectory.record import Trajectory
@@ -63,6 +64,9 @@ class EpisodeFacts:
     skeleton: str  # the shape of the calls, whatever their arguments' values
     reply_fingerprint: str  # sha256 of the replies, tokens mapped to catalog ids
     call_keys: list[str]  # name + arguments of each call, tokens mapped
+    decisions: list[str] = field(default_factory=list)  # each call, normalised (decision_key)
+    opened: list[str] = field(default_factory=list)  # catalog ids opened, sorted
+    picks: list[str] = field(default_factory=list)  # catalog ids recommended, in order
 
 
 def _canonical(token_map: dict[str, str], text: str) -> str:
@@ -81,6 +85,29 @@ def _shown_tokens(content: str) -> list[str]:
         for item in items
         if isinstance(item, dict) and item.get("product_id") is not None
     ]
+
+
+def _decision(call: Call, token_map: dict[str, str]) -> str:
+    """The call as a decision: its name and arguments (keys sorted, tokens mapped to catalog
+    ids, case and spacing folded), the products a view opens as a set; no wording."""
+    if call.name == VIEW:
+        return f"{VIEW}:" + ",".join(sorted({token_map.get(p, p) for p in call.ids()}))
+    try:
+        text = orjson.dumps(call.arguments, option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        text = str(call.arguments)
+    return f"{call.name}:{' '.join(_canonical(token_map, text).casefold().split())}"
+
+
+def decision_key(facts: EpisodeFacts, compare: str) -> str:
+    """sha256 of what the agent decided: with `compare` ``calls``, the set of its calls as
+    decisions (names and normalised arguments) and its picks; with ``picks``, the products
+    it opened and its picks. Equal keys on one task are the same episode, whatever was
+    said."""
+    picks = ",".join(facts.picks)
+    body = facts.decisions if compare == "calls" else [f"opened={','.join(facts.opened)}"]
+    text = "\x1e".join([*sorted(set(body)), f"picks={picks}"])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _shape(call: Call) -> str:
@@ -167,9 +194,12 @@ def episode_facts(t: Trajectory) -> EpisodeFacts:
     signals = verdict_signals(t)
     if signals is None:
         signals = rubric_signals(t)
+    opened = {tm.get(p, p) for c in calls if c.name == VIEW and c.error is None for p in c.ids()}
     return EpisodeFacts(
         calls=calls, assistant_turns=turn + 1, shown=shown, text=text, signals=signals,
         skeleton=" | ".join(shapes), reply_fingerprint=fingerprint, call_keys=keys,
+        decisions=[_decision(c, tm) for c in calls], opened=sorted(opened),
+        picks=[p or "" for p in t.recommended_ids],
     )  # fmt: skip
 
 

@@ -1,11 +1,12 @@
 """The ledger: one small row per episode, on disk, where every drop is decided and counted.
 
 The first pass over the archive appends each episode's summary (ids, what the per-episode
-rules said, the narrator's signals, the call skeleton, the reply fingerprint, the MinHash
-signature, recovery tags) to a DuckDB table in a file under the output folder; the rules
-that compare episodes then run as SQL over it, in pipeline order, each charging its drops
-to itself with a reason. DuckDB spills to disk under its memory limit, so memory stays flat
-however large the archive. The second pass reads the kept rows back in archive order.
+rules said, the narrator's signals, the call skeleton, the reply fingerprint, the decision
+key, whether its claims are refuted, the MinHash signature, recovery tags) to a DuckDB
+table in a file under the output folder; the rules that compare episodes then run as SQL
+over it, in pipeline order, each charging its drops to itself with a reason. DuckDB spills
+to disk under its memory limit, so memory stays flat however large the archive. The second
+pass reads the kept rows back in archive order.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ LEDGER_SCHEMA = pa.schema([
     ("narrator_why", pa.string()),
     ("skeleton", pa.string()),
     ("fingerprint", pa.string()),
+    ("decision", pa.string()),
+    ("started", pa.float64()),
+    ("claimed", pa.bool_()),
+    ("refuted", pa.string()),
     ("sig", pa.list_(pa.int64())),
     ("weight", pa.float64()),
     ("tags", pa.list_(pa.string())),
@@ -91,9 +96,10 @@ class Ledger:
             self.db.execute("ALTER TABLE ep ADD COLUMN drop_rule VARCHAR")
             self.db.execute("ALTER TABLE ep ADD COLUMN drop_reason VARCHAR")
             self.db.execute("ALTER TABLE ep ADD COLUMN narrator_score DOUBLE")
+            self.db.execute("ALTER TABLE ep ADD COLUMN claims_why VARCHAR")
             self._created = True
         else:
-            self.db.execute("INSERT INTO ep SELECT *, NULL, NULL, NULL FROM batch")
+            self.db.execute("INSERT INTO ep SELECT *, NULL, NULL, NULL, NULL FROM batch")
 
     @property
     def empty(self) -> bool:
@@ -124,6 +130,7 @@ class Ledger:
         if cfg.contamination.enabled:
             self._drop("contamination", "r_contamination IS NOT NULL", "r_contamination")
         self._narrator(cfg)
+        self._claims(cfg)
         if cfg.outcome.enabled:
             self._drop("outcome", "r_outcome IS NOT NULL", "r_outcome")
         if cfg.judge.enabled:
@@ -134,6 +141,12 @@ class Ledger:
                 self._shortest()
         if cfg.clones.enabled:
             self._clones(cfg)
+        self.db.execute(
+            "CREATE OR REPLACE TEMP TABLE dups (seq BIGINT, miner VARCHAR, of_miner VARCHAR, "
+            "episode_id VARCHAR, of_episode VARCHAR)"
+        )
+        if cfg.duplicates.enabled:
+            self._duplicates()
         if cfg.dedup.enabled:
             self._dedup(cfg)
         if cfg.caps.enabled:
@@ -169,6 +182,68 @@ class Ledger:
                 "printf('narrator score %.2f >= %s: ', narrator_score, ?) || narrator_why",
                 [f"{p.threshold:g}", p.threshold],  # the reason's marker comes first
             )  # fmt: skip
+
+    def _claims(self, cfg: CurateConfig) -> None:
+        """Flag every valid episode of a miner whose claiming episodes are refuted at least
+        `max_refuted_share` of the time (at least `min_episodes` of them); drop them when
+        the rule is on."""
+        p = cfg.claims
+        self.db.execute(
+            f"""
+            CREATE OR REPLACE TEMP TABLE cm AS
+            SELECT miner, count(*) FILTER (claimed) AS n,
+                   count(*) FILTER (claimed AND refuted IS NOT NULL) AS bad
+            FROM ep WHERE r_validity IS NULL GROUP BY miner;
+            UPDATE ep SET claims_why = printf(
+                'the grader refutes the claims of %d of the miner''s %d claiming episodes '
+                || '(%d%% >= %d%%); this one: %s', cm.bad, cm.n,
+                floor(100 * cm.bad / cm.n)::INT, ceil(100 * {p.max_refuted_share})::INT,
+                coalesce(ep.refuted, CASE WHEN ep.claimed THEN 'not refuted'
+                                          ELSE 'claims nothing' END))
+            FROM cm WHERE ep.miner = cm.miner AND ep.r_validity IS NULL
+              AND cm.n >= {p.min_episodes} AND cm.bad >= {p.max_refuted_share} * cm.n;
+            """
+        )
+        if p.enabled:
+            self._drop("claims", "claims_why IS NOT NULL", "claims_why")
+
+    def _duplicates(self) -> None:
+        """Of the live episodes of one task with one decision key, keep that of the miner
+        seen first (its first block, then its uid, then its first episode's start), and of
+        that miner's the earliest started; drop the others naming the kept one."""
+        self.db.execute(
+            f"""
+            CREATE OR REPLACE TEMP TABLE seen AS
+            SELECT miner, min(block) AS block, min(uid) AS uid, min(started) AS started
+            FROM ep GROUP BY miner;
+            CREATE OR REPLACE TEMP TABLE t AS
+            WITH live AS (
+                SELECT e.seq, e.task_id, e.decision, first_value(e.seq) OVER (
+                    PARTITION BY e.task_id, e.decision
+                    ORDER BY s.block NULLS LAST, s.uid NULLS LAST, s.started NULLS LAST,
+                             e.miner, e.started NULLS LAST, e.seq) AS keep
+                FROM ep e JOIN seen s ON s.miner = e.miner
+                WHERE e.{_LIVE} AND e.decision IS NOT NULL)
+            SELECT l.seq, k.miner AS of_miner, k.episode_id AS of_episode,
+                   printf('same decisions as %s of miner %s on this task', k.episode_id,
+                          k.miner) AS why
+            FROM live l JOIN ep k ON k.seq = l.keep WHERE l.seq <> l.keep;
+            INSERT INTO dups SELECT t.seq, e.miner, t.of_miner, e.episode_id, t.of_episode
+            FROM t JOIN ep e ON e.seq = t.seq;
+            """
+        )
+        self._drop_from("duplicates", "t")
+
+    def duplicates_by_miner(self, examples: int) -> list[tuple[str, str, int, Any]]:
+        """(miner, the miner whose episode was kept, count, up to `examples` pairs of the
+        dropped episode's id and the kept one's) of the duplicates dropped."""
+        if self.empty:
+            return []
+        return self.rows(
+            f"""SELECT miner, of_miner, count(*) AS n,
+                       list([episode_id, of_episode] ORDER BY seq)[1:{int(examples)}]
+                FROM dups GROUP BY 1, 2 ORDER BY n DESC, 1, 2"""
+        )
 
     def _shortest(self) -> None:
         self.db.execute(

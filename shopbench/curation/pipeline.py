@@ -25,17 +25,19 @@ from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten
 from shopbench.curation.errors import CurationError, EmptyResult
-from shopbench.curation.features import content_words, episode_facts
+from shopbench.curation.features import content_words, decision_key, episode_facts
 from shopbench.curation.heap import settled_heap
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
 from shopbench.curation.report import CurationReport, build_report, write_report
 from shopbench.curation.rules import (
+    claimed,
     judge_reason,
     judge_weight,
     loop_reason,
     narrator_parts,
     outcome_reason,
+    refuted_reason,
     validity_reason,
 )
 from shopbench.curation.similarity import minhash_words
@@ -93,6 +95,8 @@ class Curator:
             "intent": str(t.intent), "score": t.score, "success": t.outcome.success,
             "turns": t.turns, "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
             "fingerprint": facts.reply_fingerprint,
+            "decision": decision_key(facts, cfg.duplicates.compare),
+            "started": t.timings.started_at,
         }  # fmt: skip
         invalid = (
             validity_reason(t, facts, cfg.validity, self.verifier, shard_signer, record)
@@ -122,6 +126,8 @@ class Curator:
             "r_outcome": outcome_reason(t, cfg.outcome),
             "r_judge": judge_reason(t, cfg.judge),
             "r_loops": loop_reason(facts, cfg.structure),
+            "claimed": claimed(facts),
+            "refuted": refuted_reason(facts, cfg.claims),
             "narrator_base": sum(parts.values()),
             "narrator_why": ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
             "skeleton": facts.skeleton,

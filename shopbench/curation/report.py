@@ -7,10 +7,13 @@ Labels: a trace is *dishonest* when its miner played a policy that imitates shop
 honestly, and *neither* for careless or random play (kept or dropped on their merits, and
 left out of precision). So ``dishonest_removal_precision`` is the share of dishonest traces
 among the dishonest and honest traces removed, ``dishonest_removal_recall`` the share of
-dishonest traces removed, ``honest_retention`` the share of honest traces kept. Each rule's
+dishonest traces removed, ``honest_retention`` the share of honest traces kept; a trace the
+``duplicates`` rule drops counts as kept in all three (its decisions stay in the set, in the
+kept episode it duplicates; its counts are the rule's own). Each rule's
 ``dropped`` counts the traces it was the first to drop (pipeline order); rules that decide
-on one episode alone also report what they would flag on their own (``alone``), over every
-valid trace.
+on one episode alone, and the miner-level ``claims`` rule, also report what they would flag
+on their own (``alone``), over every valid trace. ``duplicates_per_miner`` says how many of
+each miner's episodes the ``duplicates`` rule dropped, and whose episodes were kept instead.
 """
 
 from __future__ import annotations
@@ -86,6 +89,18 @@ class PolicyCounts(BaseModel):
     recovery: int
 
 
+class DuplicateCounts(BaseModel):
+    """One miner's episodes dropped as duplicates of another episode's decisions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dropped: int
+    of: dict[str, int] = Field(description="the miners whose episodes were kept instead")
+    examples: dict[str, str] = Field(
+        default_factory=dict, description="a few dropped episode ids → the kept episode's id"
+    )
+
+
 class CurationReport(BaseModel):
     """Everything ``report.json`` holds."""
 
@@ -99,6 +114,10 @@ class CurationReport(BaseModel):
     kept_per_intent: dict[str, int]
     kept_per_cluster: dict[str, int]
     kept_per_miner: dict[str, int]
+    duplicates_per_miner: dict[str, DuplicateCounts] = Field(
+        default_factory=dict,
+        description="per miner, its episodes dropped by the duplicates rule, by kept miner",
+    )
     recovery_share: float | None = Field(description="kept episodes tagged recovery / kept")
     recovery_kinds: dict[str, int]
     recovery_share_of_successes: float | None
@@ -194,6 +213,8 @@ def build_report(
                 )  # fmt: skip
             elif rule == "structure":
                 alone = _separation(ledger, "r_loops IS NOT NULL", base="r_validity IS NULL")
+            elif rule == "claims":
+                alone = _separation(ledger, "claims_why IS NOT NULL", base="r_validity IS NULL")
         effects[rule] = RuleEffect(
             enabled=enabled[rule], dropped=n, reasons=reasons, truth=sep, alone=alone
         )
@@ -231,7 +252,9 @@ def build_report(
     precision = recall = retention = None
     policies: dict[str, PolicyCounts] = {}
     if truth is not None and not ledger.empty:
-        whole = _separation(ledger, "drop_rule IS NOT NULL")
+        # A duplicate's decisions stay in the set, in the kept episode it duplicates: it
+        # counts as kept (its own counts are the duplicates rule's and duplicates_per_miner).
+        whole = _separation(ledger, "drop_rule IS NOT NULL AND drop_rule <> 'duplicates'")
         precision, recall = whole.precision, whole.recall
         retention = None if whole.honest_loss is None else round(1 - whole.honest_loss, 4)
         for policy, honest, n, k, rec in ledger.rows(
@@ -248,6 +271,14 @@ def build_report(
             policies[policy] = PolicyCounts(
                 honest=honest, episodes=n, kept=k, dropped_by_rule=by_rule, recovery=rec
             )
+    duplicates: dict[str, dict[str, int]] = {}
+    examples: dict[str, dict[str, str]] = {}
+    for miner, of_miner, n, pairs in ledger.duplicates_by_miner(TOP_REASONS):
+        duplicates.setdefault(miner, {})[of_miner] = n
+        mine = examples.setdefault(miner, {})
+        for dropped_id, kept_id in pairs:
+            if len(mine) < TOP_REASONS:
+                mine[dropped_id] = kept_id
     weights: dict[str, float] = {}
     if kept:
         lo, mean, hi = ledger.rows(
@@ -263,6 +294,11 @@ def build_report(
         kept_per_intent={} if ledger.empty else _counts(ledger, "intent"),
         kept_per_cluster={} if ledger.empty else _counts(ledger, "cluster"),
         kept_per_miner={} if ledger.empty else _counts(ledger, "miner"),
+        duplicates_per_miner={
+            m: DuplicateCounts(dropped=sum(of.values()), of=of, examples=examples[m])
+            for m, of in sorted(
+                duplicates.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        },  # fmt: skip
         recovery_share=_ratio(recovered, kept),
         recovery_kinds=recovery_kinds,
         recovery_share_of_successes=_ratio(kept_recovery_successes, successes),
@@ -331,6 +367,15 @@ def render_markdown(r: CurationReport) -> str:
             lines.append(
                 f"| {name} | {_cell(p.honest)} | {p.episodes} | {p.kept} | {p.recovery} | {rules} |"
             )
+    if r.duplicates_per_miner:
+        lines += [
+            "", "## Duplicates (the same decisions as a kept episode of the same task)", "",
+            "| miner | duplicates dropped | kept instead (miner: episodes) |",
+            "|---|---|---|",
+        ]  # fmt: skip
+        for miner, d in r.duplicates_per_miner.items():
+            of = ", ".join(f"{safe(k, 64)}: {v}" for k, v in d.of.items())
+            lines.append(f"| {safe(miner, 64)} | {d.dropped} | {of} |")
     lines += [
         "", "## Recovery", "",
         f"Recovery share of the kept episodes: {_cell(r.recovery_share)} (of the kept "

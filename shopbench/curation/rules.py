@@ -13,6 +13,7 @@ from typing import Any
 
 from shopbench.archive.signing import Verifier, verify_record, verify_trajectory
 from shopbench.curation.config import (
+    ClaimsParams,
     JudgeParams,
     NarratorParams,
     OutcomeParams,
@@ -147,3 +148,29 @@ def narrator_parts(facts: EpisodeFacts, p: NarratorParams) -> dict[str, float]:
         "mismatch": round(p.mismatch_weight * mismatch, 6),
         "claims": round(p.claims_weight * claims, 6),
     }
+
+
+def claimed(facts: EpisodeFacts) -> bool:
+    """Whether the episode claims its pick fits: a sentence saying so, or
+    ``terminate(status="success")`` (the rubric's claims, read from the validator's log)."""
+    return facts.signals.get("claims", 0.0) > 0
+
+
+def refuted_reason(facts: EpisodeFacts, p: ClaimsParams) -> str | None:
+    """Why the grader refutes the episode's claim that its pick fits, or None: a claimed
+    constraint the pick misses although the agent had been shown its value, one in details
+    it never opened (`count_unsupported`), or a product it opened that meets more of the
+    visible constraints than its pick (`count_beaten`). The rubric judge's decision
+    evidence: the task's constraints as the validator's grader recorded them, the
+    observations bound to the validator's tool log."""
+    if not claimed(facts):
+        return None
+    s = facts.signals
+    parts = []
+    if s.get("claims_false", 0.0):
+        parts.append(f"{int(s['claims_false'])} false claim(s)")
+    if p.count_unsupported and s.get("claims_unsupported", 0.0):
+        parts.append(f"{int(s['claims_unsupported'])} unsupported claim(s)")
+    if p.count_beaten and s.get("decisions_beaten", 0.0):
+        parts.append(f"{int(s['decisions_beaten'])} pick(s) beaten by a product it opened")
+    return ", ".join(parts) or None

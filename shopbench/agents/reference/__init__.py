@@ -4,16 +4,21 @@ Honest ones (``careful``, ``careful_terse``, ``trial_and_error``), lazy ones (``
 narrators whose reasoning does not drive their calls (``narrator``, ``narrator_quoting``), a
 bluffer that shops on the surface and recommends the cheapest product it opened while claiming
 every requirement holds (``bluffer``), a cheat that solves tasks offline with the catalog in
-hand (``offline``), and agents that never succeed (``guesser``, ``random``). All see only the
-messages and the tool schemas, and are deterministic for a seed.
+hand (``offline``), and agents that never succeed (``guesser``, ``random``). Two attacks on
+curation are played by name only: a paraphrasing sybil that copies the careful shopper's
+decisions (``paraphraser``) and a liar that varies its plan and claims every requirement
+holds of a pick it never checked (``liar``). All see only the messages and the tool schemas,
+and are deterministic for a seed.
 """
 
 from shopbench.agents.reference.bluffer import BlufferPolicy
 from shopbench.agents.reference.careful import CarefulPolicy, CarefulTersePolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
+from shopbench.agents.reference.liar import LiarPolicy
 from shopbench.agents.reference.narrator import NarratorPolicy, NarratorQuotingPolicy
 from shopbench.agents.reference.offline import OfflinePolicy
+from shopbench.agents.reference.paraphraser import ParaphraserPolicy
 from shopbench.agents.reference.script import ScriptedPolicy
 from shopbench.agents.reference.trial import TrialAndErrorPolicy
 
@@ -23,9 +28,11 @@ __all__ = [
     "CarefulTersePolicy",
     "GreedyPolicy",
     "GuesserPolicy",
+    "LiarPolicy",
     "NarratorPolicy",
     "NarratorQuotingPolicy",
     "OfflinePolicy",
+    "ParaphraserPolicy",
     "RandomPolicy",
     "ScriptedPolicy",
     "TrialAndErrorPolicy",

@@ -105,6 +105,10 @@ class ScriptedPolicy(ABC):
     honest: ClassVar[bool | None] = None
     needs_catalog: ClassVar[bool] = False
     """Whether the policy is built with the catalog (it solves tasks on its own copy)."""
+    adversary: ClassVar[bool] = False
+    """Whether the policy is an attack on curation, played by name only: it is left out of
+    the default sets (the arena's miners, calibration, the benches), whose measured figures
+    it would shift."""
     """True: it shops for real, and a judge must score it high; False: it imitates shopping
     (narrates calls its reasoning does not drive, cheats, guesses), and a judge must score
     it low; None: neither (careless or random play, which no judge target speaks of)."""
