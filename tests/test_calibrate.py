@@ -14,12 +14,12 @@ from fake_openai import FakeJudgeServer, running
 from typer.testing import CliRunner
 
 from shopbench.agents.registry import POLICY_NAMES, honesty, make_policy
+from shopbench.calibration.injection import VARIANTS
+from shopbench.calibration.report import CalibrationError, auc, write_report
+from shopbench.calibration.run import CalibrationConfig, run_calibration
+from shopbench.calibration.targets import load_targets
 from shopbench.commands import judge as judge_commands
 from shopbench.env.env import ShoppingEnv
-from shopbench.evaluate.calibrate import CalibrationConfig, run_calibration
-from shopbench.evaluate.calibration_report import CalibrationError, auc, write_report
-from shopbench.evaluate.calibration_targets import load_targets
-from shopbench.evaluate.injection import VARIANTS
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.scoring.combine import CombineRule
 from shopbench.scoring.consensus import ConsensusConfig

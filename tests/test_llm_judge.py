@@ -29,8 +29,8 @@ from fake_openai import (  # noqa: E402
 )
 from judge_agents import Careful, Narrator, details, hit, make_tasks, play, record  # noqa: E402
 
+from shopbench.calibration.injection import inject  # noqa: E402
 from shopbench.env.env import ShoppingEnv  # noqa: E402
-from shopbench.evaluate.injection import inject  # noqa: E402
 from shopbench.judging.llm.agreement import agreement, spearman  # noqa: E402
 from shopbench.judging.llm.build import make_llm_judge  # noqa: E402
 from shopbench.judging.llm.cache import DiskCache, MemoryCache  # noqa: E402
@@ -47,10 +47,10 @@ from shopbench.judging.rubric.judge import RubricJudge, load_rubric  # noqa: E40
 from shopbench.scoring.combine import (  # noqa: E402
     CombineRule,
     LLMSampling,
-    RoundJudge,
     combine,
     select_for_llm,
 )
+from shopbench.scoring.round import RoundJudge  # noqa: E402
 from shopbench.scoring.score import with_judgement  # noqa: E402
 from shopbench.trajectory.record import Trajectory  # noqa: E402
 

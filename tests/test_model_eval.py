@@ -16,7 +16,7 @@ from shopbench.evaluate.intervals import (
     paired_difference,
 )
 from shopbench.evaluate.metrics import pass_at_k, pass_hat_k
-from shopbench.evaluate.model_table import metric_names, per_task, run_table
+from shopbench.evaluate.trained.table import metric_names, per_task, run_table
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.record import Trajectory
@@ -223,7 +223,7 @@ def test_a_distill_build_folder_is_a_training_set_its_build_json_left_aside(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from shopbench.evaluate.overlap import training_queries
+    from shopbench.evaluate.trained.overlap import training_queries
 
     rows = [json.dumps([{"role": "system", "content": "s"}, {"role": "user", "content": q}])
             for q in ("a red kettle", "two phone cases from one shop")]  # fmt: skip

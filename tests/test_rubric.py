@@ -22,8 +22,8 @@ from judge_agents import (
     record,
 )
 
+from shopbench.calibration.injection import VARIANTS, inject
 from shopbench.env.env import ShoppingEnv
-from shopbench.evaluate.injection import VARIANTS, inject
 from shopbench.judging.judge import Judge, JudgeError, Verdict
 from shopbench.judging.registry import make_judge
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric

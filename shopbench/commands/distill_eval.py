@@ -1,7 +1,7 @@
 """`shopbench distill eval`: a trained model against a baseline on held-out tasks.
 
 Registered on the `distill` group by :func:`register_eval`. The options come from
-:class:`~shopbench.evaluate.model_eval.ModelEvalConfig` and the configs it holds; the
+:class:`~shopbench.evaluate.trained.run.ModelEvalConfig` and the configs it holds; the
 runs, the table and the files are :mod:`shopbench.evaluate`'s.
 """
 
@@ -15,7 +15,7 @@ from shopbench.chat import MAX_TURNS
 from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
-from shopbench.evaluate.model_eval import ModelEvalConfig
+from shopbench.evaluate.trained.run import ModelEvalConfig
 from shopbench.trajectory.loop import RunLimits
 
 _EVAL = Flags(ModelEvalConfig)
@@ -66,8 +66,8 @@ def register_eval(distill_app: typer.Typer) -> None:
         from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec
         from shopbench.commands.evaluate import load_tasks
-        from shopbench.evaluate.model_eval import evaluate_model
-        from shopbench.evaluate.model_report import write_model_eval
+        from shopbench.evaluate.trained.report import write_model_eval
+        from shopbench.evaluate.trained.run import evaluate_model
 
         options = policy_flags.resolve(
             policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,

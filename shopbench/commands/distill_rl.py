@@ -3,7 +3,7 @@
 Registered on the `distill` group by :func:`register_rl`. The run is
 :func:`shopbench.distill.rl.trainer.train_rl`; with ``--eval-tasks`` the trained model is then
 measured against its starting checkpoint on held-out tasks by ``distill eval``'s harness
-(:mod:`shopbench.evaluate.model_eval`), the same table and files.
+(:mod:`shopbench.evaluate.trained.run`), the same table and files.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def register_rl(distill_app: typer.Typer) -> None:
 
 def _evaluate(trained: str, base: str, tasks: Path, catalog: Path, out: Path, k: int) -> None:
     from shopbench.commands.evaluate import load_tasks
-    from shopbench.evaluate.model_eval import ModelEvalConfig, evaluate_model
-    from shopbench.evaluate.model_report import write_model_eval
+    from shopbench.evaluate.trained.report import write_model_eval
+    from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
 
     config = ModelEvalConfig(model=f"hf:{trained}", baseline=f"hf:{base}", samples=k)
     env, chosen = load_tasks(catalog, tasks, None)

@@ -80,9 +80,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         flag or in --policy-config; a reference policy takes none."""
         from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec, make_policy
-        from shopbench.evaluate.model_eval import check_endpoint
         from shopbench.evaluate.report import build_report, write_outputs
         from shopbench.evaluate.runner import run_evaluation
+        from shopbench.evaluate.trained.run import check_endpoint
 
         chosen_options = policy_flags.resolve(
             policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,

@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.calibration.run import CalibrationConfig
 from shopbench.commands import policy_flags
 from shopbench.commands.flags import Flags
-from shopbench.evaluate.calibrate import CalibrationConfig
 from shopbench.trajectory.loop import RunLimits
 
 _CALIBRATION = Flags(CalibrationConfig)
@@ -62,9 +62,9 @@ def calibrate_command(
 
     from shopbench.agents.options import check_applies
     from shopbench.agents.registry import check_spec
+    from shopbench.calibration.report import write_report
+    from shopbench.calibration.run import run_calibration
     from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.calibrate import run_calibration
-    from shopbench.evaluate.calibration_report import write_report
     from shopbench.judging.judge import JudgeError
     from shopbench.judging.registry import JUDGES
     from shopbench.scoring.consensus import ConsensusConfig

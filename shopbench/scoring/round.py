@@ -1,6 +1,7 @@
 """Scoring a round: one miner's judged episodes become scored trajectories.
 
-This is what a validator does with a miner's episodes of a round once they are judged, and
+This is what a validator does with a miner's episodes of a round once they are judged (by
+:class:`RoundJudge`: the rubric on every episode, the LLM judge on a sample), and
 what calibration certifies, since it calls the same function:
 
 1. where the LLM judge read an episode, the consensus combine rule lowers the rubric's
@@ -21,12 +22,24 @@ Every parameter comes from one :class:`~shopbench.scoring.consensus.ConsensusCon
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.judging.judge import Verdict
-from shopbench.scoring.combine import Judgement
+from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.llm.errors import JudgeUnavailable
+from shopbench.judging.llm.fallback import fallback_verdict
+from shopbench.judging.llm.judge import LLMJudge
+from shopbench.scoring.combine import (
+    DEFAULT_RULE,
+    CombineRule,
+    Judgement,
+    LLMSampling,
+    select_for_llm,
+)
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.decision_rules import (
     DecisionReport,
@@ -95,3 +108,94 @@ def score_round(
     return ScoredRound(
         trajectories=scored, verdicts=verdicts, template=report, decisions=decisions
     )
+
+
+log = logging.getLogger(__name__)
+
+
+class RoundJudge:
+    """Judges a validator's round: the rubric on every episode, the LLM on a sample.
+
+    Never raises for the LLM's troubles and never waits past its deadline: an episode whose
+    LLM judgement failed or did not finish keeps the rubric's verdict, with the fallback
+    recorded. A validator that judges miner by miner calls :meth:`pick` once per round (on
+    the round's task list, so every miner is read on the same tasks) and :meth:`judge` per
+    miner with the picked tasks and the round's deadline (:meth:`assess` gives the two
+    verdicts apart, for :func:`shopbench.scoring.round.score_round`).
+    """
+
+    def __init__(
+        self,
+        rubric: Judge,
+        llm: LLMJudge | None = None,
+        sampling: LLMSampling | None = None,
+        rule: CombineRule = DEFAULT_RULE,
+    ) -> None:
+        self.rubric = rubric
+        self.llm = llm
+        self.sampling = sampling or LLMSampling()
+        self.rule = rule
+
+    def pick(self, task_ids: Sequence[str], key: bytes) -> frozenset[str]:
+        """The round's tasks the LLM reads (:func:`select_for_llm`; none without an LLM)."""
+        if self.llm is None:
+            return frozenset()
+        return select_for_llm(task_ids, self.sampling.rate, key)
+
+    async def judge_round(self, trajectories: Sequence[Trajectory], key: bytes) -> list[Verdict]:
+        """:meth:`judge` with the sample picked from these trajectories' own tasks."""
+        picked = self.pick([t.task_id for t in trajectories], key)
+        return await self.judge(trajectories, picked)
+
+    async def judge(
+        self, trajectories: Sequence[Trajectory], picked: frozenset[str],
+        deadline: float | None = None,
+    ) -> list[Verdict]:
+        """One verdict per trajectory, in order: the rubric's, combined by the rule with the
+        LLM's for episodes of `picked` tasks (see :meth:`assess`)."""
+        judged = await self.assess(trajectories, picked, deadline)
+        return [j.combined(self.rule) for j in judged]
+
+    async def assess(
+        self, trajectories: Sequence[Trajectory], picked: frozenset[str],
+        deadline: float | None = None,
+    ) -> list[Judgement]:
+        """One judgement per trajectory, in order: the rubric's verdict, and the LLM's for
+        episodes of `picked` tasks; an LLM judgement that failed or did not finish leaves
+        the rubric's verdict alone with the fallback recorded in it. `deadline` is a
+        ``time.monotonic()`` instant (default: the sampling's round deadline from now)."""
+        verdicts = [self.rubric.judge(t) for t in trajectories]
+        llm_verdicts: dict[int, Verdict] = {}
+        chosen = [i for i, t in enumerate(trajectories) if t.task_id in picked]
+        if self.llm is None or not chosen:
+            return [Judgement(rubric=v) for v in verdicts]
+        llm = self.llm
+        if deadline is None:
+            deadline = time.monotonic() + self.sampling.round_deadline_s
+        tasks = {i: asyncio.ensure_future(llm.assess(trajectories[i])) for i in chosen}
+        left = max(0.0, deadline - time.monotonic())
+        _, pending = await asyncio.wait(tasks.values(), timeout=left)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        fallbacks = 0
+        for i, task in tasks.items():
+            if task in pending:
+                failure = JudgeUnavailable(
+                    "deadline", "the round's time for LLM judgements ran out"
+                )
+            else:
+                error = task.exception()
+                if error is None:
+                    llm_verdicts[i] = task.result()
+                    continue
+                if not isinstance(error, JudgeUnavailable):
+                    raise error
+                failure = error
+            verdicts[i] = fallback_verdict(verdicts[i], failure, llm.judge_id)
+            fallbacks += 1
+        if fallbacks:
+            log.warning("LLM judge fell back to the rubric on %d of %d sampled episodes",
+                        fallbacks, len(chosen))
+        return [Judgement(rubric=v, llm=llm_verdicts.get(i)) for i, v in enumerate(verdicts)]

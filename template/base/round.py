@@ -35,9 +35,9 @@ from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import episode_id
 from shopbench.judging.judge import Judge
-from shopbench.scoring.combine import Judgement, RoundJudge
+from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
-from shopbench.scoring.round import score_round
+from shopbench.scoring.round import RoundJudge, score_round
 from shopbench.scoring.template_penalty import MinHasher
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode

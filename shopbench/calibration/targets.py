@@ -1,6 +1,6 @@
 """The calibration targets: what a judge must show on the reference policies, as data.
 
-The targets live in ``shopbench/evaluate/data/calibration_targets.toml`` (the file says how
+The targets live in ``shopbench/calibration/data/calibration_targets.toml`` (the file says how
 a target reads); :func:`load_targets` reads and validates it (or another file, for an
 experiment) and :func:`check_targets` measures a calibration against it.
 """
@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.calibration.report import CalibrationError, PolicySummary
 from shopbench.datafiles import load_toml
-from shopbench.evaluate.calibration_report import CalibrationError, PolicySummary
 
 TARGETS_FILE = "calibration_targets.toml"
 RoundMeasure = Literal["auc", "injection_delta"]
@@ -100,7 +100,7 @@ def load_targets(path: str | Path | None = None) -> CalibrationTargets:
     Raises :class:`CalibrationError` naming the file, the entry and what is wrong with it.
     """
     return load_toml(
-        CalibrationTargets, path, package="shopbench.evaluate", name=TARGETS_FILE,
+        CalibrationTargets, path, package="shopbench.calibration", name=TARGETS_FILE,
         what="targets", error=CalibrationError,
     )
 

@@ -2,7 +2,7 @@
 
 Both policies play every task of the file K times through the evaluation runner (the one
 episode loop, episode keys from the seed, so the two runs see the same ids); the table
-(:mod:`shopbench.evaluate.model_table`) has each metric with its bootstrap interval over
+(:mod:`shopbench.evaluate.trained.table`) has each metric with its bootstrap interval over
 tasks and the paired difference. What could make the figures mean less than they seem is
 said in the report: tasks that are not held out, a model endpoint that serves another model
 than named, K greedy samples, and how many evaluation queries overlap the training set.
@@ -23,13 +23,13 @@ from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import API_KEY_VARIABLES, check_spec, make_policy
 from shopbench.errors import ShopbenchError
 from shopbench.evaluate.intervals import BootstrapConfig
-from shopbench.evaluate.model_table import DifferenceTable, RunTable, difference_table, run_table
-from shopbench.evaluate.overlap import (
+from shopbench.evaluate.runner import EvalConfig, run_evaluation
+from shopbench.evaluate.trained.overlap import (
     DEFAULT_THRESHOLD,
     Contamination,
     contamination,
 )
-from shopbench.evaluate.runner import EvalConfig, run_evaluation
+from shopbench.evaluate.trained.table import DifferenceTable, RunTable, difference_table, run_table
 from shopbench.openai_compat.spec import OPENAI_PREFIX
 from shopbench.trajectory.loop import RunLimits
 from shopbench.trajectory.record import Trajectory

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from shopbench.archive.durable import replace_durably
 from shopbench.evaluate.intervals import Estimate
-from shopbench.evaluate.model_eval import ModelEvalError, ModelEvalReport
-from shopbench.evaluate.model_table import MetricTable, metric_names
+from shopbench.evaluate.trained.run import ModelEvalError, ModelEvalReport
+from shopbench.evaluate.trained.table import MetricTable, metric_names
 from shopbench.trajectory.record import Trajectory
 
 REPORT_JSON = "report.json"

@@ -1,6 +1,6 @@
 """What a judge calibration reports: the report's models, the AUC it rests on, its files.
 
-:func:`shopbench.evaluate.calibrate.run_calibration` fills a :class:`CalibrationReport`;
+:func:`shopbench.calibration.run.run_calibration` fills a :class:`CalibrationReport`;
 :func:`write_report` writes it as ``report.json`` and ``report.md``.
 """
 

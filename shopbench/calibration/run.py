@@ -12,12 +12,12 @@ score formula. ``template_penalty=False`` switches the template penalty off, to 
 the other checks catch alone. Model policies (``hf:PATH``, ``openai:MODEL@URL``) may be
 played beside them, in neither group, with the ``policy_options`` they are given.
 
-The report (:mod:`shopbench.evaluate.calibration_report`) gives the AUC of process scores
+The report (:mod:`shopbench.calibration.report`) gives the AUC of process scores
 between the two groups, the mean process score per policy, how often query grounding caught
 each policy, each policy's template similarity and penalty, and the mean change of the
 judge's score when judge-directed text is planted in honest and dishonest trajectories
-(:mod:`shopbench.evaluate.injection`), which must never be positive; and whether each target
-of :mod:`shopbench.evaluate.calibration_targets` holds.
+(:mod:`shopbench.calibration.injection`), which must never be positive; and whether each target
+of :mod:`shopbench.calibration.targets` holds.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from shopbench.agents.registry import (
     honesty,
     make_policy,
 )
-from shopbench.evaluate.calibration_report import (
+from shopbench.calibration.injection import VARIANTS, inject
+from shopbench.calibration.report import (
     CalibrationError,
     CalibrationReport,
     Group,
@@ -48,8 +49,7 @@ from shopbench.evaluate.calibration_report import (
     PolicySummary,
     auc,
 )
-from shopbench.evaluate.calibration_targets import check_targets, load_targets
-from shopbench.evaluate.injection import VARIANTS, inject
+from shopbench.calibration.targets import check_targets, load_targets
 from shopbench.judging.judge import Judge, Verdict
 from shopbench.judging.llm.fallback import is_fallback
 from shopbench.judging.registry import make_judge
