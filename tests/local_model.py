@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shopbench.agents.local.engine import HFEngine
-from shopbench.bench.tiny_model import TinyModelConfig, build_tiny_model
+from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3, train_tiny_tokenizer
 
 
 def train_to_say(
@@ -41,5 +41,5 @@ def train_to_say(
 
 def tiny_engine(path: Path, texts: Sequence[str], **size: int | float) -> HFEngine:
     """A tiny model built at `path` with its tokenizer trained on `texts`, loaded."""
-    build_tiny_model(path, texts, TinyModelConfig(**size))
+    tiny_qwen3(path, TinyModelConfig(**size), train_tiny_tokenizer(texts))
     return HFEngine(path)

@@ -12,8 +12,8 @@ import tiktoken
 from distill_data import play
 from transformers import AutoTokenizer
 
+from shopbench.agents.format.tokens import FORMAT_TOKENS
 from shopbench.distill.errors import TokenizerError
-from shopbench.distill.models import FORMAT_TOKENS
 from shopbench.distill.qwen_tokenizer import (
     ADDED_TOKENS,
     BASE_VOCAB,

@@ -17,8 +17,8 @@ from shopbench.cli import main
 from shopbench.curation.curated import CuratedEpisode
 from shopbench.distill.config import load_train_config
 from shopbench.distill.dataset import BuildConfig, build_sft
-from shopbench.distill.models import tiny_qwen3
 from shopbench.distill.split import split_of
+from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3
 from shopbench.distill.trainer import REPORT, train
 
 FAST = """\
@@ -51,7 +51,7 @@ def sft(env: Any, catalog: Any, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_qwen3(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return tiny_qwen3(tmp_path_factory.mktemp("tiny") / "model", TinyModelConfig.trainable(0))
 
 
 def _config(tmp_path: Path, text: str = FAST, name: str = "train.yaml") -> Path:
@@ -151,7 +151,7 @@ def _no_tool_tokens(tmp_path: Path) -> Path:
         unk_token="hi", chat_template=qwen3_chat_template(),
     )  # fmt: skip
     tok.save_pretrained(tmp_path / "words")
-    return tiny_qwen3(tmp_path / "no-tools", tokenizer=tmp_path / "words")
+    return tiny_qwen3(tmp_path / "no-tools", TinyModelConfig.trainable(), tmp_path / "words")
 
 
 def test_bad_inputs_fail_before_training(
@@ -252,7 +252,8 @@ def test_added_format_tokens_start_from_the_pieces_they_were_spelled_with(
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    from shopbench.distill.models import FORMAT_TOKENS, add_format_tokens
+    from shopbench.agents.format.tokens import FORMAT_TOKENS
+    from shopbench.distill.models import add_format_tokens
 
     words = ["<|im_end|>", "hi", "<", ">", "</", "think", "tool_call", "tool_response"]
     raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="hi"))
@@ -260,7 +261,7 @@ def test_added_format_tokens_start_from_the_pieces_they_were_spelled_with(
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", unk_token="hi")
     tok.save_pretrained(tmp_path / "words")
     model = AutoModelForCausalLM.from_pretrained(
-        tiny_qwen3(tmp_path / "m", tokenizer=tmp_path / "words")
+        tiny_qwen3(tmp_path / "m", TinyModelConfig.trainable(), tmp_path / "words")
     )
     tok = AutoTokenizer.from_pretrained(tmp_path / "words")
     pieces = tok.encode("<tool_call>", add_special_tokens=False)

@@ -13,20 +13,22 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_openai import FakeJudgeServer
 from local_model import tiny_engine, train_to_say
 
+from shopbench.agents.format.parse import parse_generation
+from shopbench.agents.format.render import template_messages
 from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
 from shopbench.agents.local.engine import GenRequest, HFEngine
-from shopbench.agents.local.parse import parse_generation
 from shopbench.agents.local.policy import HFPolicy
-from shopbench.agents.local.render import template_messages
+from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
 from shopbench.chat import ChatMessage, FunctionCall, ToolCall
 from shopbench.cli import main
 from shopbench.env.env import ShoppingEnv
+from shopbench.records.trajectory import TerminationReason, Trajectory
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
-from shopbench.trajectory.record import TerminationReason, Trajectory
 
 REPLY = (
     "<think>\nNothing here fits, so I stop.\n</think>\n\n<tool_call>\n"
@@ -99,6 +101,31 @@ def test_cut_and_malformed_generations_stay_readable_failures() -> None:
     broken = parse_generation('<tool_call>\n{"name": "find_product", "argu')
     assert broken.tool_calls and broken.tool_calls[0].function.name == ""
     assert parse_generation("I think the blue one.").tool_calls is None
+
+
+def test_a_local_model_and_an_endpoint_read_the_same_text_into_the_same_message(
+    taught_model: Path, server: FakeJudgeServer, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    # hf: and openai: share one reader: what the local model writes, served as an endpoint's
+    # unparsed content, comes back as the very same message.
+    messages, tools = _first_turn(env, tasks[0])
+    local = HFPolicy(HFPolicyConfig(path=taught_model, max_new_tokens=64))
+    prompt = local.engine.encode(messages, tools)
+    (written,) = local.engine.generate([GenRequest(prompt, max_new_tokens=64)])
+    server.reset("taught")
+    server.says["taught"] = written.text
+    remote = OpenAIPolicy(OpenAIPolicyConfig(model="taught", base_url=server.url))
+
+    async def both() -> list:
+        try:
+            return [await local.act(messages, tools), await remote.act(messages, tools)]
+        finally:
+            await remote.aclose()
+
+    from_weights, from_endpoint = asyncio.run(both())
+    assert from_weights == from_endpoint
+    assert from_weights.reasoning_content == "Nothing here fits, so I stop."
+    assert [c.function.name for c in from_weights.tool_calls or []] == ["terminate"]
 
 
 # -- the prompt ----------------------------------------------------------------------------

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from shopbench.agents.local.parse import parse_generation
-from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig, parse_completion
+from shopbench.agents.format.parse import parse_completion, parse_generation
+from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
 from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.openai_compat.errors import EndpointError, EndpointTimeout, MalformedReply
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import TerminationReason, Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
-from shopbench.trajectory.record import TerminationReason, Trajectory
 
 fastapi = pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")

@@ -232,10 +232,10 @@ def test_the_arena_s_model_miners_play_with_the_options(
 ) -> None:
     from shopbench.agents.local.config import HFPolicyConfig
     from shopbench.archive.jsonl import read_trajectories
-    from shopbench.bench.tiny_model import build_tiny_model
+    from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3, train_tiny_tokenizer
 
     texts = ["find_product view_product_information recommend_product terminate", "a mug"]
-    model = build_tiny_model(tmp_path / "m", texts)
+    model = tiny_qwen3(tmp_path / "m", TinyModelConfig(), train_tiny_tokenizer(texts))
     options = _write(tmp_path / "options.toml", FILE_TOML)
     out = tmp_path / "arena"
     main([

@@ -2,7 +2,7 @@
 
 The episodes are real (reference policies on product tasks over the 2,000-product catalog
 of seed 7), curated as they are and repeated to `build_episodes`; the model is the tiny
-random Qwen3 of :func:`~shopbench.distill.models.tiny_qwen3` over the shipped small
+random Qwen3 of :func:`~shopbench.distill.tiny_model.tiny_qwen3` over the shipped small
 tokenizer, trained on CPU (one thread when ``OMP_NUM_THREADS=1``) on rows cut to 2,048
 tokens, one row per step. Figures:
 
@@ -102,8 +102,8 @@ def run_distill_bench(cfg: DistillBenchConfig) -> DistillBenchResult:
 
     from shopbench.distill.dataset import BuildConfig, build_sft, load_sft
     from shopbench.distill.masks import encode_row
-    from shopbench.distill.models import tiny_qwen3
     from shopbench.distill.templates import training_template
+    from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3
 
     with tempfile.TemporaryDirectory(dir=cfg.work) as tmp:
         work = Path(tmp)
@@ -112,7 +112,7 @@ def run_distill_bench(cfg: DistillBenchConfig) -> DistillBenchResult:
         report = build_sft(repeated, work / "sft-repeated", BuildConfig(seed=cfg.seed))
         build_s = time.perf_counter() - started
         build_sft(played, work / "sft", BuildConfig(seed=cfg.seed, validation_fraction=0.0))
-        model = tiny_qwen3(work / "tiny", seed=cfg.seed)
+        model = tiny_qwen3(work / "tiny", TinyModelConfig.trainable(cfg.seed))
         tok = AutoTokenizer.from_pretrained(str(model))
         template = training_template(tok)
         rows = load_sft(work / "sft")["train"]

@@ -22,8 +22,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.local.engine import GenRequest, HFEngine
-from shopbench.bench.tiny_model import build_tiny_model
 from shopbench.chat import ChatMessage
+from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3, train_tiny_tokenizer
 from shopbench.env.prompts import load_system_prompt
 from shopbench.env.tools import ShopTools
 from shopbench.errors import ShopbenchError
@@ -161,7 +161,7 @@ def run(cfg: HFBenchConfig) -> HFBenchResult:
         scratch = Path(tmp)
         turns, tools = first_turns(len(QUERIES))
         texts = [turns[0][0].content or "", *QUERIES, *(str(t) for t in tools)]
-        tiny = build_tiny_model(scratch / "tiny", texts)
+        tiny = tiny_qwen3(scratch / "tiny", TinyModelConfig(), train_tiny_tokenizer(texts))
         dirs: list[tuple[str, Path]] = [("tiny-qwen3", tiny)]
         if cfg.model is not None:
             dirs.append((str(cfg.model), cfg.model))

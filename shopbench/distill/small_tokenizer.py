@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
 from shopbench.catalog.schema import Product
 from shopbench.distill.errors import TokenizerError
 from shopbench.distill.qwen_tokenizer import (
@@ -25,7 +26,7 @@ from shopbench.distill.qwen_tokenizer import (
     qwen3_chat_template,
     qwen3_pipeline,
 )
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 SMALL_VOCAB = 4096
 """Tokens of the shipped small tokenizer, added tokens included."""
@@ -69,7 +70,7 @@ def train_small_tokenizer(texts: Iterable[str], out: Path, vocab_size: int = SMA
         ]
     )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        tokenizer_object=tok, eos_token=TURN_CLOSE, pad_token=END_OF_TEXT,
         unk_token=None, bos_token=None, model_max_length=131_072,
         clean_up_tokenization_spaces=False, split_special_tokens=False,
         chat_template=qwen3_chat_template(),

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from shopbench.agents.format.tokens import REPLY_TOKENS
 from shopbench.distill.errors import TemplateError, TokenizerError
 
-REQUIRED_TOKENS = ("<tool_call>", "</tool_call>", "<think>", "</think>")
-"""Tokens the trained format writes; each must be one token of the vocabulary."""
 
-
-def check_tokens(tokenizer: Any, required: tuple[str, ...] = REQUIRED_TOKENS) -> None:
+def check_tokens(tokenizer: Any, required: tuple[str, ...] = REPLY_TOKENS) -> None:
     """TokenizerError naming the tokens of `required` that `tokenizer` does not encode as a
     single token of its vocabulary."""
     missing = []

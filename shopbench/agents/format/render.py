@@ -1,4 +1,4 @@
-"""The conversation as the prompt a local model reads: its chat template and the tools.
+"""A conversation as the prompt a model reads: its chat template and the tools.
 
 Messages go to the template in the form Hugging Face templates read (Qwen3's among them):
 ``reasoning_content`` kept on assistant turns, tool calls with their arguments as objects,
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shopbench.agents.format.markers import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
 from shopbench.chat import ChatMessage
 
 _TOOLS_PREAMBLE = (
@@ -24,8 +25,8 @@ _TOOLS_PREAMBLE = (
 )
 _TOOLS_CALL_FORM = (
     "\n</tools>\n\nFor each function call, write a JSON object with the function name and "
-    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    f"arguments within {CALL_OPEN}{CALL_CLOSE} XML tags:\n{CALL_OPEN}\n"
+    f'{{"name": <function-name>, "arguments": <args-json-object>}}\n{CALL_CLOSE}'
 )
 
 
@@ -42,14 +43,20 @@ def _arguments(text: str) -> Any:
     return value if isinstance(value, dict) else text
 
 
+def think_block(reasoning: str) -> str:
+    """Reasoning as the format writes it in an assistant's content: ``<think>`` and
+    ``</think>`` on lines of their own around it."""
+    return f"{THINK_OPEN}\n{reasoning}\n{THINK_CLOSE}"
+
+
 def _call_text(m: ChatMessage) -> str:
     blocks = [
-        "<tool_call>\n"
+        f"{CALL_OPEN}\n"
         + json.dumps(
             {"name": c.function.name, "arguments": _arguments(c.function.arguments)},
             ensure_ascii=False,
         )
-        + "\n</tool_call>"
+        + f"\n{CALL_CLOSE}"
         for c in m.tool_calls or []
     ]
     return "\n".join(blocks)
@@ -82,7 +89,7 @@ def template_messages(
         elif m.role == "assistant":
             parts = []
             if m.reasoning_content:
-                parts.append(f"<think>\n{m.reasoning_content}\n</think>")
+                parts.append(think_block(m.reasoning_content))
             if m.content:
                 parts.append(m.content)
             if m.tool_calls:

@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
+from shopbench.agents.format.render import render_prompt
+from shopbench.agents.format.tokens import REPLY_TOKENS
 from shopbench.agents.local.config import HFPolicyConfig, LocalModelError, check_model_dir
-from shopbench.agents.local.render import render_prompt
-from shopbench.agents.openai_policy import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
 from shopbench.chat import ChatMessage
 
 MIN_CACHED_PREFIX = 32
 """Shared prompt tokens below which no prefix cache is computed or reused."""
-_END_OF_TURN = ("<|im_end|>", "<|eot_id|>", "<|endoftext|>")
-_MARKUP = (THINK_OPEN, THINK_CLOSE, CALL_OPEN, CALL_CLOSE)
+_END_OF_TURN = (TURN_CLOSE, "<|eot_id|>", END_OF_TEXT)  # ChatML's, Llama 3's, the document's
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class HFEngine:
         specials = set(self.tokenizer.all_special_tokens) | {
             t.content for t in self.tokenizer.added_tokens_decoder.values() if t.special
         }
-        self._strip = sorted(t for t in specials if t and t not in _MARKUP)
+        self._strip = sorted(t for t in specials if t and t not in REPLY_TOKENS)
         self._lock = threading.Lock()
         self.stats = EngineStats()
         # Every episode's prompt opens with the same system prompt and tool schemas: their

@@ -14,10 +14,10 @@ import hashlib
 import weakref
 from typing import Any
 
+from shopbench.agents.format.parse import parse_generation
 from shopbench.agents.local.batcher import Batcher
 from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
 from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
-from shopbench.agents.local.parse import parse_generation
 from shopbench.chat import AssistantMessage, ChatMessage
 
 _BATCHERS: weakref.WeakKeyDictionary[

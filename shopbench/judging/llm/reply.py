@@ -19,12 +19,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.agents.format.markers import THINK_CLOSE, THINK_OPEN
 from shopbench.judging.llm.errors import JudgeUnavailable
 
 SCHEMA_NAME = "shopbench_judgement"
 MAX_REASON_CHARS = 600  # a reason is kept up to this length in the verdict
 _MAX_STARTS = 64  # '{' positions tried by the extractor (bounds its work on garbage)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_THINK = re.compile(rf"{re.escape(THINK_OPEN)}.*?{re.escape(THINK_CLOSE)}", re.DOTALL)
 _PASS = frozenset({"pass", "passed", "yes", "true", "met", "ok"})
 _FAIL = frozenset({"fail", "failed", "no", "false", "not met"})
 
