@@ -225,8 +225,7 @@ class Ledger:
                 FROM ep e JOIN seen s ON s.miner = e.miner
                 WHERE e.{_LIVE} AND e.decision IS NOT NULL)
             SELECT l.seq, k.miner AS of_miner, k.episode_id AS of_episode,
-                   printf('same decisions as %s of miner %s on this task', k.episode_id,
-                          k.miner) AS why
+                   printf('same decisions as %s, kept, on this task', k.episode_id) AS why
             FROM live l JOIN ep k ON k.seq = l.keep WHERE l.seq <> l.keep;
             INSERT INTO dups SELECT t.seq, e.miner, t.of_miner, e.episode_id, t.of_episode
             FROM t JOIN ep e ON e.seq = t.seq;
