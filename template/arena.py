@@ -29,7 +29,7 @@ from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import CatalogError, ShopbenchError
-from shopbench.outcome.spec import INTENTS
+from shopbench.records.task import INTENTS
 from template.arena_config import (
     DEFAULT_POLICIES,
     AddedMiner,

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.chat import ChatMessage
 from shopbench.cli import app
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 VALIDATOR = "5ApiValidator"
 

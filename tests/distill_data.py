@@ -12,9 +12,9 @@ from shopbench.chat import ChatMessage
 from shopbench.curation.curated import CuratedEpisode, write_curated
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 
 POLICIES = (CarefulPolicy, TrialAndErrorPolicy, NarratorPolicy)
 

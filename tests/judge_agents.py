@@ -18,10 +18,10 @@ from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, S
 from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import PriceBound, Slot
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 
 _QUOTED = re.compile(r'"([^"]+)"')
 _BUDGET = re.compile(r"under (\d+) pesos")

@@ -18,9 +18,9 @@ from shopbench.agents.reference import CarefulPolicy
 from shopbench.archive.remote import RemoteTarget
 from shopbench.archive.shards import write_shard
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
 BUCKET = "traces"

@@ -29,7 +29,7 @@ from shopbench.archive.api.server import serving
 from shopbench.archive.manifest import ShardManifest, verify_manifest
 from shopbench.archive.store import read_store
 from shopbench.cli import app as cli_app
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 from template.signing import HotkeyVerifier
 
 

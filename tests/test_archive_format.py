@@ -28,10 +28,10 @@ from shopbench.archive.signing import sign_trajectory
 from shopbench.archive.sink import SinkError
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import ToolLogEntry, Trajectory
+from shopbench.records.verdict import JudgeVerdict
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import ToolLogEntry, Trajectory
-from shopbench.trajectory.verdict import JudgeVerdict
 
 VALIDATOR = "5Validator"
 

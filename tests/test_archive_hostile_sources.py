@@ -38,7 +38,7 @@ from shopbench.archive.reader import Trust, list_archive
 from shopbench.archive.remote import RemoteTarget, ShardUploader
 from shopbench.archive.shards import write_shard
 from shopbench.archive.store import EMBARGO_FILE, EmbargoState
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 HK = SIGNER.hotkey
 

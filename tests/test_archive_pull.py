@@ -30,7 +30,7 @@ from shopbench.archive.pull import PullFilters, pull
 from shopbench.archive.remote import RemoteTarget, ShardUploader
 from shopbench.archive.shards import read_shard
 from shopbench.archive.store import EMBARGO_FILE, EmbargoState
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

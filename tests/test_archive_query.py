@@ -23,7 +23,7 @@ from shopbench.archive.query import EmbargoView, QueryError, query, sealed_shard
 from shopbench.archive.shards import write_shard
 from shopbench.archive.sink import SinkError
 from shopbench.bench.archive import play_episodes, synthesise
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 VALIDATOR = "5BenchValidator"
 

@@ -20,7 +20,7 @@ from shopbench.archive.remote import (
 )
 from shopbench.archive.shards import write_shard
 from shopbench.archive.sink import RemoteError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

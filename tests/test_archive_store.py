@@ -35,7 +35,7 @@ from shopbench.archive.store import (
     load_embargo,
     read_store,
 )
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 HERE = Path(__file__).resolve()
 TOTAL = 10_000

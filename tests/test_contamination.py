@@ -19,11 +19,11 @@ from shopbench.curation.contamination import TestSet, normalise
 from shopbench.curation.curated import read_curated
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
 from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 from template.signing import HotkeySigner, LocalWallet
 
 SIGNER = HotkeySigner.from_wallet(LocalWallet.derive("contamination-test"))

@@ -26,11 +26,11 @@ from shopbench.curation.pipeline import Curator
 from shopbench.curation.rules import loop_reason
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
 from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 from template.signing import HotkeySigner, LocalWallet
 
 POLICIES = (

@@ -20,9 +20,9 @@ from shopbench.curation.curated import (
 )
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 
 
 @pytest.fixture(scope="module")

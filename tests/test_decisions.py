@@ -19,6 +19,7 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.judging.judge import Verdict
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 from shopbench.outcome.constraints import Regrader, price_bound, slot_from_grade
+from shopbench.records.trajectory import ToolLogEntry, Trajectory
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.decision_rules import (
@@ -31,7 +32,6 @@ from shopbench.scoring.template_penalty import TemplateConfig, penalise
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import ToolLogEntry, Trajectory
 
 V1_GATES = [
     "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",

@@ -15,7 +15,7 @@ from shopbench.cli import main
 from shopbench.curation.curated import CuratedEpisode
 from shopbench.distill.dataset import read_report
 from shopbench.distill.split import split_of
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

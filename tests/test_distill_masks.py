@@ -16,7 +16,7 @@ from shopbench.distill.errors import TemplateError
 from shopbench.distill.masks import IGNORE, encode_row, runs
 from shopbench.distill.rows import RowFormat, rows_of
 from shopbench.distill.templates import training_template
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 HEADER = "<|im_start|>assistant\n"
 END = "<|im_end|>\n"

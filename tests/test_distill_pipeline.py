@@ -17,10 +17,10 @@ from shopbench.cli import main
 from shopbench.distill.dataset import read_report
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 from template.signing import HotkeySigner, LocalWallet
 
 SIGNER = HotkeySigner.from_wallet(LocalWallet.derive("distill-test"))

@@ -23,10 +23,10 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.env.tokens import TokenBook
 from shopbench.errors import TaskError
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import TerminationReason, Trajectory
 from shopbench.tasks.io import read_task_at
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import TerminationReason, Trajectory
 
 
 def test_parse_command_reads_key_values_and_json() -> None:

@@ -23,10 +23,10 @@ from shopbench.evaluate.report import (
     write_outputs,
 )
 from shopbench.evaluate.runner import EvalConfig, EvalError, episode_key, run_evaluation
+from shopbench.records.trajectory import TerminationReason, Trajectory
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits
-from shopbench.trajectory.record import TerminationReason, Trajectory
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,7 @@ from shopbench.judging.llm.reply import read_reply  # noqa: E402
 from shopbench.judging.llm.view import build_view  # noqa: E402
 from shopbench.judging.record import read_record  # noqa: E402
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric  # noqa: E402
+from shopbench.records.trajectory import Trajectory  # noqa: E402
 from shopbench.scoring.combine import (  # noqa: E402
     CombineRule,
     LLMSampling,
@@ -52,7 +53,6 @@ from shopbench.scoring.combine import (  # noqa: E402
 )
 from shopbench.scoring.round import RoundJudge  # noqa: E402
 from shopbench.scoring.score import with_judgement  # noqa: E402
-from shopbench.trajectory.record import Trajectory  # noqa: E402
 
 MODEL = "judge/model"
 REVISION = "a" * 40

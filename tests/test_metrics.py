@@ -20,8 +20,9 @@ from shopbench.evaluate.metrics import (
     pass_hat_k,
     summarize,
 )
-from shopbench.outcome.grader import Outcome, grade
+from shopbench.outcome.grader import grade
 from shopbench.outcome.spec import Slot
+from shopbench.records.outcome import Outcome
 from shopbench.tasks.model import Task
 
 

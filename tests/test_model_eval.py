@@ -17,9 +17,9 @@ from shopbench.evaluate.intervals import (
 )
 from shopbench.evaluate.metrics import pass_at_k, pass_hat_k
 from shopbench.evaluate.trained.table import metric_names, per_task, run_table
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
-from shopbench.trajectory.record import Trajectory
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def test_distill_eval_writes_the_table_with_the_baseline_and_contamination(
 def test_the_valid_call_and_completion_rates_count_malformed_turns(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
     from shopbench.agents.registry import make_policy
     from shopbench.evaluate.runner import run_evaluation
-    from shopbench.trajectory.record import TerminationReason, ToolLogEntry
+    from shopbench.records.trajectory import TerminationReason, ToolLogEntry
 
     def entry(turn: int, error: str | None) -> ToolLogEntry:
         return ToolLogEntry(

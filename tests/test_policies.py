@@ -20,9 +20,9 @@ from shopbench.agents.reference.query_reading import (
 from shopbench.agents.registry import SERVABLE_POLICIES, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import PriceBound, Voucher
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 
 # -- reading requests -----------------------------------------------------------------------
 

@@ -30,9 +30,9 @@ import pytest
 from shopbench.agents.registry import make_policy
 from shopbench.cli import main
 from shopbench.env.env import ShoppingEnv
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
-from shopbench.trajectory.record import Trajectory
 
 URL = os.environ.get("SHOPBENCH_POLICY_SERVER", "")
 MODEL = os.environ.get("SHOPBENCH_POLICY_MODEL", "")

@@ -181,7 +181,7 @@ def test_a_validator_killed_mid_round_restarts_with_everything_it_saved(tmp_path
 
 
 def _trajectory(episode_id: str) -> Any:
-    from shopbench.trajectory.record import Trajectory
+    from shopbench.records.trajectory import Trajectory
 
     return Trajectory.model_validate({
         "episode_id": episode_id, "task_id": "t", "intent": "product", "query": "q",

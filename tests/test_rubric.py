@@ -27,8 +27,8 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.judging.judge import Judge, JudgeError, Verdict
 from shopbench.judging.registry import make_judge
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import DEFAULT_FORMULA, with_judgement
-from shopbench.trajectory.record import Trajectory
 
 GATES = [
     "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",

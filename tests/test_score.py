@@ -11,12 +11,12 @@ from pydantic import ValidationError
 
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import score_round
 from shopbench.scoring.score import DEFAULT_FORMULA, ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
-from shopbench.trajectory.record import Trajectory
 
 
 def test_success_follows_sn15() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shopbench.trajectory.record import TerminationReason
+from shopbench.records.trajectory import TerminationReason
 from shopbench.trajectory.stops import STOP_CONDITIONS, stop
 
 

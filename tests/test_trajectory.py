@@ -15,10 +15,10 @@ from shopbench.archive.signing import sign_trajectory, verify_trajectory
 from shopbench.chat import AssistantMessage, ChatMessage, EpisodeLimits, FunctionCall, ToolCall
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import Signature, TerminationReason, Trajectory
+from shopbench.records.verdict import JudgeVerdict
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
-from shopbench.trajectory.record import Signature, TerminationReason, Trajectory
-from shopbench.trajectory.verdict import JudgeVerdict
 
 KEY = b"t" * 32
 

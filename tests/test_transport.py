@@ -21,9 +21,9 @@ from shopbench.agents.reference import CarefulPolicy
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
+from shopbench.records.trajectory import Signature, Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Signature, Trajectory
 from template.chain.model import MetagraphView, NeuronView
 from template.errors import (
     BadStatus,

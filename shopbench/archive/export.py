@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from shopbench.archive.layout import from_table
 from shopbench.archive.sink import SinkError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 DATASET_ROWS_PER_FILE = 100_000
 """Rows per Parquet file of a ``datasets`` export."""

@@ -33,8 +33,8 @@ from pydantic import (
 )
 
 from shopbench.archive.sink import SinkError
-from shopbench.outcome.spec import Intent
-from shopbench.trajectory.record import TerminationReason
+from shopbench.records.task import Intent
+from shopbench.records.trajectory import TerminationReason
 
 
 class FilterError(SinkError):

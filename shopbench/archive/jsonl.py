@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from shopbench.archive.sink import SinkError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 

@@ -29,7 +29,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.sink import SinkError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 LAYOUT_VERSION = 1
 """Version of the column layout below; stored in every shard's metadata and manifest."""

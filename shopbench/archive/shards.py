@@ -44,7 +44,7 @@ from shopbench.archive.manifest import (
 )
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import SinkError
-from shopbench.trajectory.record import SCHEMA_VERSION, Trajectory
+from shopbench.records.trajectory import SCHEMA_VERSION, Trajectory
 
 SHARD_SUFFIX = ".parquet"
 TEMP_SUFFIX = ".tmp"

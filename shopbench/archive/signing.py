@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from shopbench.trajectory.record import Trajectory
+    from shopbench.records.trajectory import Trajectory
 
 
 @runtime_checkable
@@ -38,7 +38,7 @@ class Verifier(Protocol):
 def sign_trajectory(trajectory: Trajectory, signer: Signer) -> Trajectory:
     """A copy of `trajectory` carrying `signer`'s signature over its signing payload
     (:meth:`Trajectory.signing_payload`, which leaves any earlier signature out)."""
-    from shopbench.trajectory.record import Signature
+    from shopbench.records.trajectory import Signature
 
     signature = Signature(signer=signer.hotkey, signature=signer.sign(trajectory.signing_payload()))
     return trajectory.model_copy(update={"signature": signature})
@@ -54,7 +54,7 @@ def verify_record(record: dict[str, Any], trajectory: Trajectory, verifier: Veri
     """:func:`verify_trajectory` for a `trajectory` validated from the plain `record`
     (:func:`shopbench.archive.layout.record_of`), whose canonical bytes are written from
     the dict, without dumping the model again, when they can be."""
-    from shopbench.trajectory.record import quick_canonical
+    from shopbench.records.trajectory import quick_canonical
 
     data = {k: v for k, v in record.items() if k != "signature"}
     return _verify(trajectory, verifier, lambda: quick_canonical(data))

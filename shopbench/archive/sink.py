@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from shopbench.errors import ShopbenchError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 
 class SinkError(ShopbenchError):

@@ -62,7 +62,7 @@ from shopbench.archive.shards import (
 )
 from shopbench.archive.signing import Signer
 from shopbench.archive.sink import RecordRefused, SegmentError, SinkError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.archive.query import EmbargoView

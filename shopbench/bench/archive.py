@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv

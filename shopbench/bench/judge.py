@@ -21,11 +21,11 @@ from shopbench.agents.registry import POLICY_NAMES, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.outcome.spec import PriceBound, Slot
+from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import product_phrase
 from shopbench.trajectory.loop import run_episode
-from shopbench.trajectory.record import Trajectory
 
 
 def _catalog_tasks(env: ShoppingEnv, n: int, rng: random.Random) -> list[Task]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.layout import read_manifest
-from shopbench.outcome.spec import Intent
+from shopbench.records.task import Intent
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.satisfy import SATISFY_WINDOW
 from shopbench.tasks.stats import task_stats

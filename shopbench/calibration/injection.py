@@ -20,7 +20,7 @@ from shopbench.env.results import (
     parse_search_results,
     render,
 )
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 Variant = Literal["instruction", "gate_claims", "staged_results", "forged_observation"]
 VARIANTS: tuple[Variant, ...] = (

@@ -61,8 +61,8 @@ from shopbench.trajectory.loop import RunLimits
 
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
+    from shopbench.records.trajectory import Trajectory
     from shopbench.tasks.model import Task
-    from shopbench.trajectory.record import Trajectory
 
 Progress = Callable[[str, int, int], None]
 """Called with a policy name, episodes done and episodes in all, as episodes finish."""

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from shopbench.records.trajectory import Trajectory
     from shopbench.tasks.model import Task
-    from shopbench.trajectory.record import Trajectory
 
 HISTORY_NAME = ".shopbench_play_history"
 EXAMPLE_QUERY = "I need a stainless steel water bottle under 500 pesos."

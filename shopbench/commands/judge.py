@@ -110,7 +110,7 @@ def calibrate_command(
 
         def write(policy: str, t: object, v: object) -> None:
             from shopbench.judging.judge import Verdict
-            from shopbench.trajectory.record import Trajectory
+            from shopbench.records.trajectory import Trajectory
 
             assert isinstance(t, Trajectory) and isinstance(v, Verdict)
             row = {

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from shopbench.archive.layout import SCHEMA, from_table, to_table
 from shopbench.archive.sink import SinkError
 from shopbench.curation.errors import CurationError
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 DATA_DIR = "data"
 FILE_GLOB = "part-*.parquet"

@@ -1,6 +1,6 @@
 """What curation reads off one trajectory, once: its calls, their results, its signals.
 
-:func:`episode_facts` turns a :class:`~shopbench.trajectory.record.Trajectory` into the
+:func:`episode_facts` turns a :class:`~shopbench.records.trajectory.Trajectory` into the
 plain :class:`EpisodeFacts` every rule and recovery mining decide on. The narrator signals
 that need the agent's knowledge at each turn (searches with words it never saw, turns whose
 reasoning does not name their call, ids and prices cited that were never shown) are the
@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 import pydantic_core
 
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.binding import BoundCall, bind_calls
+from shopbench.records.trajectory import Trajectory
 
 _TOKEN = re.compile(r"\b\d{6,}\b")
 _WORD = re.compile(r"[^\W_]+")
@@ -146,36 +147,37 @@ def episode_facts(t: Trajectory) -> EpisodeFacts:
     for m in t.messages:
         if m.role == "tool" and m.tool_call_id and m.tool_call_id not in answers:
             answers[m.tool_call_id] = m.content or ""
-    log = iter(t.tool_log)
-    pending = next(log, None)
+    by_message: dict[int, list[BoundCall]] = {}
+    for bc in bind_calls(t.messages, t.tool_log):
+        by_message.setdefault(bc.message, []).append(bc)
     calls: list[Call] = []
     words: list[str] = []
     shapes: list[str] = []
     turn = -1
-    for m in t.messages:
+    for mi, m in enumerate(t.messages):
         if m.role != "assistant":
             continue
         turn += 1
         words.extend(x for x in (m.reasoning_content, m.content) if x)
         turn_shapes = []
-        for tc in m.tool_calls or []:
-            answered = tc.id in answers
+        for bc in by_message.get(mi, []):
+            answered = bc.answer is not None
             error = None
-            arguments: dict[str, Any] | str = tc.function.arguments
-            if answered and pending is not None and pending.name == tc.function.name:
-                error = pending.error
-                arguments = pending.arguments
-                pending = next(log, None)
+            arguments: dict[str, Any] | str = bc.arguments
+            if bc.log is not None:  # the validator's own record of what ran
+                entry = t.tool_log[bc.log]
+                error = entry.error
+                arguments = entry.arguments
             elif isinstance(arguments, str):
                 try:
                     parsed = pydantic_core.from_json(arguments)
                     arguments = parsed if isinstance(parsed, dict) else arguments
                 except ValueError:
                     pass
-            call = Call(turn=turn, name=tc.function.name, arguments=arguments,
+            call = Call(turn=turn, name=bc.name, arguments=arguments,
                         answered=answered, error=error)  # fmt: skip
             if call.name == SEARCH and answered and error is None:
-                call.shown = _shown_tokens(answers[tc.id])
+                call.shown = _shown_tokens(answers[bc.call_id])
             calls.append(call)
             turn_shapes.append(_shape(call))
         shapes.append("+".join(sorted(set(turn_shapes))))

@@ -49,7 +49,7 @@ from shopbench.curation.source import (
     local_archive,
 )
 from shopbench.curation.truth import Truth
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 WORK_DIR = "_work"
 PULLED_DIR = "_archive"

@@ -21,7 +21,7 @@ from shopbench.curation.config import (
     ValidityParams,
 )
 from shopbench.curation.features import RECOMMEND, EpisodeFacts
-from shopbench.trajectory.record import TerminationReason, Trajectory
+from shopbench.records.trajectory import TerminationReason, Trajectory
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 

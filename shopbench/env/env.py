@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from shopbench.catalog.store import Catalog
-    from shopbench.outcome.grader import Outcome
-    from shopbench.outcome.spec import Intent
     from shopbench.outcome.title import TitleMatcher
+    from shopbench.records.outcome import Outcome
+    from shopbench.records.task import Intent
     from shopbench.tasks.model import Task
 
 KEY_BYTES = 32

@@ -22,7 +22,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
-from shopbench.outcome.spec import Intent
+from shopbench.records.task import Intent
 
 
 class MetricError(ShopbenchError):

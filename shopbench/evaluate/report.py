@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.evaluate.metrics import by_intent, summarize
 from shopbench.evaluate.runner import EvalError
-from shopbench.trajectory.record import TerminationReason, Trajectory
+from shopbench.records.trajectory import TerminationReason, Trajectory
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 REPORT_JSON = "report.json"

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
+from shopbench.records.trajectory import Trajectory
 from shopbench.trajectory.loop import RunLimits, run_episode
-from shopbench.trajectory.record import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy

@@ -7,7 +7,7 @@ criterion, and the judge's id and version. Judges are consensus parameters: ever
 running the same judge version and rubric version on the same trajectory must produce the
 same verdict.
 
-:class:`Verdict` is a :class:`shopbench.trajectory.verdict.JudgeVerdict` (the type
+:class:`Verdict` is a :class:`shopbench.records.verdict.JudgeVerdict` (the type
 ``Trajectory.judge`` holds) with the judge's own fields declared; :meth:`Verdict.to_record`
 and :meth:`Verdict.from_record` convert between the two without losing anything.
 """
@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
-from shopbench.trajectory.record import Trajectory
-from shopbench.trajectory.verdict import JudgeVerdict
+from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import JudgeVerdict
 
 
 class JudgeError(ShopbenchError):
@@ -96,7 +96,7 @@ class Verdict(JudgeVerdict):
 class Judge(Protocol):
     """A process judge. Deterministic judges must give equal verdicts for equal inputs.
 
-    `judge` accepts a :class:`~shopbench.trajectory.record.Trajectory` or a raw record (a mapping,
+    `judge` accepts a :class:`~shopbench.records.trajectory.Trajectory` or a raw record (a mapping,
     e.g. a JSON line of an archive) and never raises for anything inside it: missing fields,
     empty messages, oversized text or calls that never ran are judged on what is there, with
     the reason in :attr:`Verdict.notes`.

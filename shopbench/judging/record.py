@@ -1,6 +1,6 @@
 """Reading a trajectory for judging, leniently: what a judge can use, and what was wrong.
 
-A judge must never crash on its input. A :class:`~shopbench.trajectory.record.Trajectory` is read
+A judge must never crash on its input. A :class:`~shopbench.records.trajectory.Trajectory` is read
 as it is; a raw record (a mapping, e.g. one JSON line of an archive) that does not validate
 as a trajectory is read field by field, keeping every message and tool-log entry that
 parses and noting the rest. Assistant text longer than the episode limit (in UTF-8 bytes) is
@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from shopbench.chat import MAX_TEXT_BYTES, ChatMessage, cut_utf8, utf8_size
-from shopbench.outcome.grader import Outcome
-from shopbench.trajectory.record import ToolLogEntry, Trajectory
+from shopbench.records.outcome import Outcome
+from shopbench.records.trajectory import ToolLogEntry, Trajectory
 
 MAX_JUDGED_TEXT_BYTES = MAX_TEXT_BYTES
 """The judge reads at most this many UTF-8 bytes of each message's reasoning and content."""

@@ -11,32 +11,10 @@ order, so a total exactly at a bound is judged the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.outcome.spec import Voucher
-
-
-class BudgetCheck(BaseModel):
-    """The budget arithmetic of one voucher task, and why it holds or not."""
-
-    model_config = ConfigDict(frozen=True)
-
-    total: float = Field(description="sum of the recommended products' prices")
-    budget: float
-    threshold: float
-    voucher_type: Literal["platform", "shop"]
-    discount_type: Literal["fixed", "percentage"]
-    shops: int = Field(description="distinct shops among the recommended products")
-    complete: bool = Field(description="every slot has a product (else nothing holds)")
-    applies: bool = Field(description="the voucher's conditions are met")
-    discount: float | None = Field(default=None, description="amount taken off when it applies")
-    capped: bool = Field(default=False, description="a percentage discount limited by its cap")
-    discounted_total: float | None = None
-    holds: bool
-    reason: str
+from shopbench.records.outcome import BudgetCheck
 
 
 def _money(x: float) -> str:

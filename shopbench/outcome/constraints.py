@@ -1,7 +1,7 @@
 """A graded slot's constraints read back from its grade, so other products can be graded
 against the same slot.
 
-An :class:`~shopbench.outcome.grader.Outcome` records every constraint of each graded slot
+An :class:`~shopbench.records.outcome.Outcome` records every constraint of each graded slot
 (what it asked for, what the product had). :func:`slot_from_grade` rebuilds the
 :class:`~shopbench.outcome.spec.Slot` from those records, so whoever holds only the
 trajectory (the process judge) can grade the other products the agent opened with
@@ -21,15 +21,9 @@ import re
 from pydantic import ValidationError
 
 from shopbench.catalog.schema import SERVICES, Product, Service
-from shopbench.outcome.grader import (
-    DEFAULT_MATCHER,
-    ConstraintHit,
-    ConstraintKind,
-    SlotGrade,
-    grade_knowledge_slot,
-    grade_slot,
-)
+from shopbench.outcome.grader import DEFAULT_MATCHER, grade_knowledge_slot, grade_slot
 from shopbench.outcome.spec import PriceBound, Slot
+from shopbench.records.outcome import ConstraintHit, ConstraintKind, SlotGrade
 
 VISIBLE_KINDS: frozenset[ConstraintKind] = frozenset({"price", "service", "sku", "attribute"})
 """Constraints an agent can check in what the tools show it."""

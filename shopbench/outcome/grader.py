@@ -22,67 +22,14 @@ are graded as given). Success per intent:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
-from shopbench.outcome.budget import BudgetCheck, check_budget
-from shopbench.outcome.spec import GradedTask, Intent, PriceBound, Slot
+from shopbench.outcome.budget import check_budget
+from shopbench.outcome.spec import GradedTask, PriceBound, Slot
 from shopbench.outcome.title import LexicalTitleMatcher, TitleMatcher
-
-ConstraintKind = Literal["title", "price", "service", "sku", "attribute", "key_attribute"]
+from shopbench.records.outcome import ConstraintHit, ConstraintKind, Outcome, SlotGrade
 
 DEFAULT_MATCHER: TitleMatcher = LexicalTitleMatcher()
-
-
-class ConstraintHit(BaseModel):
-    """One constraint of a slot, what it asked for, what the product had, and the verdict."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: ConstraintKind
-    name: str = Field(description='e.g. "title", "price", "service", an attribute key')
-    expected: str
-    actual: str
-    hit: bool
-    score: float | None = Field(default=None, description="title similarity, for titles")
-
-
-class SlotGrade(BaseModel):
-    """How the product graded against one slot scored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    slot: int = Field(description="0-based slot index")
-    product_id: str | None = Field(description="the graded product; None when missing")
-    shop_id: str | None = None
-    price: float | None = None
-    exact_target: bool = False
-    best_sku: str | None = Field(
-        default=None, description="index of the SKU option counted for sku/attribute pairs"
-    )
-    constraints: list[ConstraintHit] = Field(default_factory=list)
-    n_constraints: int = 0
-    n_hit: int = 0
-    rule_score: float = 0.0
-
-
-class Outcome(BaseModel):
-    """The graded outcome of one episode."""
-
-    model_config = ConfigDict(frozen=True)
-
-    task_id: str
-    intent: Intent
-    success: bool
-    rule_scores: list[float] = Field(description="per slot")
-    mean_rule: float = Field(description="mean of rule_scores over the task's slots")
-    slots: list[SlotGrade]
-    shops: int = Field(description="distinct shops among the graded products")
-    budget: BudgetCheck | None = Field(default=None, description="voucher tasks only")
-    reason: str | None = Field(default=None, description="why it failed; None on success")
-    matcher: str = Field(description="the title matcher used")
 
 
 def _num(x: float | None) -> str:

@@ -13,9 +13,8 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.catalog.schema import Service
+from shopbench.records.task import Intent
 
-Intent = Literal["product", "shop", "voucher", "knowledge"]
-INTENTS: tuple[Intent, ...] = ("product", "shop", "voucher", "knowledge")
 PriceMode = Literal["less than", "greater than", "between"]
 
 

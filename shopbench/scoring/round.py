@@ -33,6 +33,7 @@ from shopbench.judging.judge import Judge, Verdict
 from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.llm.judge import LLMJudge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import (
     DEFAULT_RULE,
     CombineRule,
@@ -54,7 +55,6 @@ from shopbench.scoring.template_penalty import (
     penalise,
     reasoning_of,
 )
-from shopbench.trajectory.record import Trajectory
 
 
 class ScoredRound(BaseModel):

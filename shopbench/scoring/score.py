@@ -18,9 +18,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.judging.judge import Verdict
-from shopbench.outcome.grader import Outcome
-from shopbench.trajectory.record import Trajectory
-from shopbench.trajectory.verdict import JudgeVerdict
+from shopbench.records.outcome import Outcome
+from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import JudgeVerdict
 
 
 class ScoreFormula(BaseModel):

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shopbench.judging.judge import Verdict
 from shopbench.judging.record import read_record, turn_text
 from shopbench.judging.rubric.grounding import fold
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 TEMPLATE_VERSION = "1"
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.index import SearchIndex, TitledHit
-from shopbench.outcome.spec import Intent, Slot, Voucher
+from shopbench.outcome.spec import Slot, Voucher
+from shopbench.records.task import Intent
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
 

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.errors import ImportRecordError, TaskError
-from shopbench.outcome.spec import Intent
+from shopbench.records.task import Intent
 from shopbench.tasks.model import Task
 from shopbench.tasks.shoppingbench_format import (
     intent_name,

@@ -7,25 +7,12 @@ must satisfy.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.outcome.spec import Intent, Slot, Voucher
-
-Split = Literal["live", "heldout", "external"]
-
-
-class TaskCard(BaseModel):
-    """The wire half of a task: what may leave the validator. No answers in it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    intent: Intent
-    query: str
-    split: Split
-    cluster: str | None = None
+from shopbench.outcome.spec import Slot, Voucher
+from shopbench.records.task import Intent, Split, TaskCard
 
 
 class Task(BaseModel):

@@ -1,4 +1,4 @@
-"""The one builder of a :class:`~shopbench.trajectory.record.Trajectory` from a played episode.
+"""The one builder of a :class:`~shopbench.records.trajectory.Trajectory` from a played episode.
 
 The episode loop (:func:`~shopbench.trajectory.loop.run_episode`) and GRPO's rollouts
 (:mod:`shopbench.distill.rl.rewards`) both record what an episode was through
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from shopbench.chat import ChatMessage
-from shopbench.trajectory.record import (
+from shopbench.records.trajectory import (
     TerminationReason,
     Timings,
     ToolLogEntry,
@@ -23,7 +23,7 @@ from shopbench.trajectory.record import (
 
 if TYPE_CHECKING:
     from shopbench.env.episode import Episode
-    from shopbench.outcome.grader import Outcome
+    from shopbench.records.outcome import Outcome
     from shopbench.tasks.model import Task
 
 

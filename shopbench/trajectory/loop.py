@@ -1,6 +1,6 @@
 """The one loop that plays an episode: :func:`run_episode`.
 
-It produces :class:`~shopbench.trajectory.record.Trajectory` records the same way for a
+It produces :class:`~shopbench.records.trajectory.Trajectory` records the same way for a
 local policy and for a remote miner: the policy sees only the message list and the tool
 schemas, the environment runs every tool call, and whatever the policy does wrong — raise,
 time out, reply garbage, send no tool call, an unknown tool, broken JSON, an oversized
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.chat import MAX_TOOL_NAME, ChatMessage
-from shopbench.trajectory.builder import episode_record
-from shopbench.trajectory.record import (
+from shopbench.records.trajectory import (
     FailureKind,
     Timings,
     Trajectory,
     TurnFailure,
     TurnTiming,
 )
+from shopbench.trajectory.builder import episode_record
 from shopbench.trajectory.reply import LooseReply, PreparedTurn, nudge, prepare, read_reply, short
 from shopbench.trajectory.stops import LoopState, first_stop
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from shopbench.agents.base import Policy
     from shopbench.env.env import ShoppingEnv
     from shopbench.env.episode import Episode
-    from shopbench.outcome.grader import Outcome
+    from shopbench.records.outcome import Outcome
     from shopbench.tasks.model import Task
 
 Grader = Callable[["Task", Sequence["str | None"]], "Outcome"]

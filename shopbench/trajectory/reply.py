@@ -24,7 +24,7 @@ from shopbench.chat import (
     arguments_as_text,
     cut_utf8,
 )
-from shopbench.trajectory.record import MAX_DETAIL_CHARS, FailureKind
+from shopbench.records.trajectory import MAX_DETAIL_CHARS, FailureKind
 
 if TYPE_CHECKING:
     from shopbench.env.episode import Episode

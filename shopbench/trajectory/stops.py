@@ -3,7 +3,7 @@
 A stop condition is a function of the loop's state after a turn (and before the first)
 that returns why the episode ends now — a detail for the record, ``""`` when there is none
 to add — or None. Each is registered with :func:`stop` under the
-:class:`~shopbench.trajectory.record.TerminationReason` it records, and
+:class:`~shopbench.records.trajectory.TerminationReason` it records, and
 :func:`first_stop` checks them in the order they are declared here: the first that fires is
 the record's ``termination``. The loop (:func:`~shopbench.trajectory.loop.run_episode`) has
 no other exit.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from shopbench.trajectory.record import FailureKind, TerminationReason
+from shopbench.records.trajectory import FailureKind, TerminationReason
 
 if TYPE_CHECKING:
     from shopbench.env.episode import EndReason, Episode

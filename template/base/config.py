@@ -28,7 +28,7 @@ from shopbench.agents.options import (
     load_policy_options,
     parse_template_args,
 )
-from shopbench.outcome.spec import INTENTS, Intent
+from shopbench.records.task import INTENTS, Intent
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.base.options import parse_config

@@ -35,13 +35,13 @@ from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import episode_id
 from shopbench.judging.judge import Judge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import RoundJudge, score_round
 from shopbench.scoring.template_penalty import MinHasher
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
-from shopbench.trajectory.record import Trajectory
 from template.base.metrics import ValidatorMetrics
 from template.errors import TransportError
 from template.transport import MinerClient, MinerEndpoint, RemotePolicy

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shopbench.errors import ShopbenchError, TaskError
-from shopbench.outcome.spec import Intent
+from shopbench.records.task import Intent
 from shopbench.tasks.model import Task
 
 log = logging.getLogger("template.taskbank")

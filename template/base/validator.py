@@ -35,9 +35,9 @@ from shopbench.archive.store import ArchiveStore
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.judge import Judge
 from shopbench.judging.registry import make_judge
+from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import LLMSampling
 from shopbench.scoring.round import RoundJudge
-from shopbench.trajectory.record import Trajectory
 from template.base.config import ValidatorConfig
 from template.base.metrics import ValidatorMetrics
 from template.base.neuron import Backoff, NeuronError

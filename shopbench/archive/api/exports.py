@@ -1,6 +1,6 @@
 """What the API hands out besides JSON: streamed JSONL and Parquet, TRL rows, Inspect logs.
 
-- JSONL: one :class:`~shopbench.trajectory.record.Trajectory` per line, what
+- JSONL: one :class:`~shopbench.records.trajectory.Trajectory` per line, what
   :func:`~shopbench.archive.jsonl.read_trajectories` reads;
 - Parquet: the shard layout's columns, one row group per streamed batch;
 - ``trl``: one row per episode in TRL's conversational format — ``messages`` (the OpenAI
@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pydantic_core
 
 from shopbench.archive.layout import SCHEMA, record_dicts
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 FORMATS = ("json", "jsonl", "parquet", "trl", "eval")
 """What ``/v1/trajectories`` answers in (``json`` pages; the rest stream every match)."""

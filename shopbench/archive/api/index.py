@@ -26,7 +26,7 @@ from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor, EmbargoView, QueryError, ShardRef, query, scan
 from shopbench.archive.reader import Dropped, Trust, list_archive
 from shopbench.archive.store import EmbargoState, load_embargo
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 LIST_COLUMNS: tuple[str, ...] = (
     "episode_id", "task_id", "validator_hotkey", "miner_uid", "miner_hotkey", "block", "epoch",

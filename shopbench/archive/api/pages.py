@@ -21,7 +21,8 @@ from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.routes import ID_PATTERN, NotFound, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
 from shopbench.archive.filters import TraceFilter
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.binding import BoundCall, bind_calls
+from shopbench.records.trajectory import Trajectory
 
 COLLAPSE_CHARS = 400
 """Longer arguments and observations start collapsed."""
@@ -92,17 +93,25 @@ def chart(board: Leaderboard, width: int = 720, height: int = 260) -> dict[str, 
 
 def turns_of(t: Trajectory) -> list[dict[str, Any]]:
     """The episode's assistant turns, each with its calls beside the observations they
-    produced, its timing and the validator's tool log entries."""
-    answers = {m.tool_call_id: m.content for m in t.messages if m.role == "tool"}
+    produced (bound by :func:`shopbench.records.binding.bind_calls`: a call no entry of the
+    validator's tool log backs is marked unverified), its timing and the log entries of
+    its calls."""
     timing = {x.turn: x for x in t.timings.turns}
+    by_turn: dict[int, list[BoundCall]] = {}
+    for bc in bind_calls(t.messages, t.tool_log):
+        by_turn.setdefault(bc.turn, []).append(bc)
     out = []
-    for number, m in enumerate((m for m in t.messages if m.role == "assistant"), start=1):
+    for index, m in enumerate(m for m in t.messages if m.role == "assistant"):
+        number = index + 1
+        bound = by_turn.get(index, [])
         calls = [
-            {"id": c.id, "name": c.function.name, "arguments": _pretty(c.function.arguments),
-             "observation": _pretty(answers.get(c.id)), "answered": c.id in answers}
-            for c in m.tool_calls or []
+            {"id": c.call_id, "name": c.name, "arguments": _pretty(c.arguments),
+             "observation": _pretty(t.messages[c.answer].content if c.answer is not None
+                                    else None),
+             "answered": c.answer is not None, "verified": c.log is not None}
+            for c in bound
         ]  # fmt: skip
-        log = [e for e in t.tool_log if e.turn == number]
+        log = [t.tool_log[c.log] for c in bound if c.log is not None]
         tt = timing.get(number)
         out.append({
             "number": number, "reasoning": m.reasoning_content or "", "content": m.content or "",

@@ -39,7 +39,7 @@ from shopbench.tasks.model import Task
 
 if TYPE_CHECKING:
     from shopbench.env.episode import Episode
-    from shopbench.outcome.grader import Outcome
+    from shopbench.records.outcome import Outcome
 
 _ENVS: dict[str, ShoppingEnv] = {}
 _ENVS_LOCK = threading.Lock()

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from shopbench.chat import ChatMessage, FunctionCall, ToolCall
+from shopbench.records.trajectory import TerminationReason, Timings, Trajectory
 from shopbench.trajectory.builder import episode_record
-from shopbench.trajectory.record import TerminationReason, Timings, Trajectory
 
 if TYPE_CHECKING:
     from shopbench.distill.rl.environment import ShopbenchEnvironment

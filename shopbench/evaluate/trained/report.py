@@ -15,7 +15,7 @@ from shopbench.archive.durable import replace_durably
 from shopbench.evaluate.intervals import Estimate
 from shopbench.evaluate.trained.run import ModelEvalError, ModelEvalReport
 from shopbench.evaluate.trained.table import MetricTable, metric_names
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"

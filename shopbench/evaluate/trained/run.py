@@ -31,8 +31,8 @@ from shopbench.evaluate.trained.overlap import (
 )
 from shopbench.evaluate.trained.table import DifferenceTable, RunTable, difference_table, run_table
 from shopbench.openai_compat.spec import OPENAI_PREFIX
+from shopbench.records.trajectory import Trajectory
 from shopbench.trajectory.loop import RunLimits
-from shopbench.trajectory.record import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap, paired_difference
 from shopbench.evaluate.metrics import attempt_counts, pass_at_k, pass_hat_k
-from shopbench.trajectory.record import TerminationReason, Trajectory
+from shopbench.records.trajectory import TerminationReason, Trajectory
 
 MALFORMED_CALLS = frozenset({"unknown_tool", "bad_argument"})
 """Tool-log error codes of a call that is not a well-formed call of a known tool."""

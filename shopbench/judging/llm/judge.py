@@ -35,7 +35,7 @@ from shopbench.judging.llm.reply import read_completion, read_reply, response_fo
 from shopbench.judging.llm.view import build_view
 from shopbench.judging.record import read_record
 from shopbench.judging.rubric.judge import Rubric, RubricJudge, load_rubric
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 log = logging.getLogger("shopbench.judging.llm")
 

@@ -10,7 +10,6 @@ cut and uncut without losing anything.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import re
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from shopbench.judging.record import JudgedRecord
-from shopbench.trajectory.record import ToolLogEntry
+from shopbench.records.binding import bind_tool_messages
 
 ARGUMENT_CHARS = 300  # an argument list is shown up to this many characters
 _NAME = re.compile(r"[^A-Za-z0-9_.-]")
@@ -128,27 +127,6 @@ def content_hash(record: JudgedRecord, intent: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _bind(messages: list[Any], log: list[ToolLogEntry]) -> dict[int, int]:
-    """Message index → tool-log index for tool messages whose digest matches an entry,
-    each entry used once and in log order."""
-    by_digest: dict[str, list[int]] = {}
-    for i, entry in enumerate(log):
-        by_digest.setdefault(entry.result_digest, []).append(i)
-    bound: dict[int, int] = {}
-    last = -1
-    for mi, m in enumerate(messages):
-        if m.role != "tool":
-            continue
-        queue = by_digest.get(hashlib.sha256((m.content or "").encode("utf-8")).hexdigest())
-        if not queue:
-            continue
-        j = bisect.bisect_right(queue, last)
-        if j < len(queue):
-            last = queue.pop(j)
-            bound[mi] = last
-    return bound
-
-
 def build_view(record: JudgedRecord, intent: str) -> View:
     """The view of a judged record (see the module docstring); never raises."""
     digest = content_hash(record, intent)
@@ -161,7 +139,7 @@ def build_view(record: JudgedRecord, intent: str) -> View:
         for i, e in enumerate(record.tool_log)
     ]
     messages = record.messages
-    bound = _bind(messages, record.tool_log)
+    bound = bind_tool_messages(messages, record.tool_log)
     by_call_id = {
         messages[mi].tool_call_id: li for mi, li in bound.items() if messages[mi].tool_call_id
     }

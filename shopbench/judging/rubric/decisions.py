@@ -2,7 +2,7 @@
 the agent opened, and what each observation showed.
 
 A reader of the reasoning sees only words. The validator also holds the grader's record of
-each graded slot (:class:`~shopbench.outcome.grader.Outcome`: every constraint, met or
+each graded slot (:class:`~shopbench.records.outcome.Outcome`: every constraint, met or
 missed) and the trusted observations (:mod:`knowledge`). From them, per graded slot:
 
 - **candidates**: the products whose details the agent opened before recommending and
@@ -51,7 +51,7 @@ from shopbench.judging.rubric.facts import (
 __all__ = ["RULES", "Candidate", "Claim", "Decisions", "Miss", "SlotDecision", "decide"]
 from shopbench.judging.rubric.grounding import fold
 from shopbench.outcome.constraints import LISTED_KINDS, Regrader, visible
-from shopbench.outcome.grader import ConstraintHit, SlotGrade
+from shopbench.records.outcome import ConstraintHit, SlotGrade
 
 _SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\d)\.(?=\d))+")  # "1,299.50" stays whole
 _ID = re.compile(r"(?<!\d)\d{10}(?!\d)")

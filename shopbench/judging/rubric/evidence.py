@@ -14,8 +14,6 @@ search against what the agent could know (:mod:`grounding`).
 
 from __future__ import annotations
 
-import bisect
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -26,7 +24,8 @@ from shopbench.judging.rubric.decisions import decide
 from shopbench.judging.rubric.facts import CallFacts, Evidence, EvidenceRules, Shown, TurnFacts
 from shopbench.judging.rubric.grounding import content_words, ground_search, knows
 from shopbench.judging.rubric.knowledge import Knowledge, observe, title_words
-from shopbench.trajectory.record import ToolLogEntry, Trajectory
+from shopbench.records.binding import bind_tool_messages
+from shopbench.records.trajectory import ToolLogEntry, Trajectory
 
 __all__ = ["CallFacts", "Evidence", "EvidenceRules", "Shown", "TurnFacts", "extract"]
 
@@ -98,26 +97,11 @@ def _match_call(
 
 
 def _bind(record: JudgedRecord) -> tuple[dict[int, ToolLogEntry], int]:
-    """Tool messages (by message index) that match a tool-log entry's digest, in log order;
-    and how many log entries no message matched."""
-    by_digest: dict[str, list[int]] = {}
-    for i, entry in enumerate(record.tool_log):
-        by_digest.setdefault(entry.result_digest, []).append(i)
-    bound: dict[int, ToolLogEntry] = {}
-    last = -1
-    for mi, m in enumerate(record.messages):
-        if m.role != "tool":
-            continue
-        digest = hashlib.sha256((m.content or "").encode("utf-8")).hexdigest()
-        queue = by_digest.get(digest)
-        if not queue:
-            continue
-        # The earliest unused entry after the last bound one: log order is message order.
-        j = bisect.bisect_right(queue, last)
-        if j < len(queue):
-            last = queue.pop(j)
-            bound[mi] = record.tool_log[last]
-    return bound, len(record.tool_log) - len(bound)
+    """Tool messages (by message index) bound to the tool-log entry that backs them
+    (:func:`shopbench.records.binding.bind_tool_messages`); and how many log entries no
+    message matched."""
+    bound = bind_tool_messages(record.messages, record.tool_log)
+    return {mi: record.tool_log[li] for mi, li in bound.items()}, len(record.tool_log) - len(bound)
 
 
 def extract(

@@ -20,7 +20,7 @@ from shopbench.judging.rubric.checks import CHECKS
 from shopbench.judging.rubric.decisions import Decisions
 from shopbench.judging.rubric.evidence import Evidence, extract
 from shopbench.judging.rubric.file import Rubric, load_rubric
-from shopbench.trajectory.record import Trajectory
+from shopbench.records.trajectory import Trajectory
 
 __all__ = ["JUDGE_VERSION", "Rubric", "RubricJudge", "load_rubric"]
 

@@ -1,7 +1,8 @@
 """The process judge's verdict as a trajectory record carries it.
 
-The judges (:mod:`shopbench.judging`) produce it; the record only stores it, so the shape
-lives beside the record and the record never imports a judge.
+The judges (:mod:`shopbench.judging`) produce it — their :class:`~shopbench.judging.judge.
+Verdict` is this model with the judge's own fields declared — and the record only stores
+it, so the shape lives with the record and the record never imports a judge.
 """
 
 from __future__ import annotations

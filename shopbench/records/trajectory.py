@@ -2,8 +2,9 @@
 
 Everything downstream consumes :class:`Trajectory` records: the validator scores them, the
 judges read them, the archive stores and signs them, curation filters them, distillation
-trains on them and evaluation counts them. This module holds the record alone; the loop
-that produces it is :mod:`shopbench.trajectory.loop`.
+trains on them and evaluation counts them. This module holds the record alone, with the
+canonical bytes its signature covers; the loop that produces it is
+:mod:`shopbench.trajectory.loop`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import ChatMessage
-from shopbench.outcome.grader import Outcome
-from shopbench.outcome.spec import Intent
-from shopbench.tasks.model import Split, TaskCard
-from shopbench.trajectory.verdict import JudgeVerdict
+from shopbench.records.outcome import Outcome
+from shopbench.records.task import Intent, Split, TaskCard
+from shopbench.records.verdict import JudgeVerdict
 
 SCHEMA_VERSION = 1
 """Version of the :class:`Trajectory` layout; readers refuse records of another version."""
