@@ -73,7 +73,7 @@ class ContaminationParams(_Section):
 class NarratorParams(_Section):
     """Calls not driven by the agent's own reasoning, as one score with a threshold."""
 
-    threshold: float = Field(default=0.5, ge=0, description="score at or above: dropped")
+    threshold: float = Field(default=0.6, ge=0, description="score at or above: dropped")
     ungrounded_weight: float = Field(
         default=1.0, ge=0, description="x share of searches with words the agent never saw"
     )
