@@ -216,7 +216,7 @@ class TraceFilter(BaseModel):
                     f"unknown filter {_flag(name)} (filters: {known})",
                     filter=name, allowed=list(cls.model_fields), reason="unknown filter",
                 )  # fmt: skip
-            if _is_list_field(name) and isinstance(value, str):
+            if is_list_filter(name) and isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]
             raw[name] = value
         try:
@@ -236,7 +236,8 @@ class TraceFilter(BaseModel):
             ) from None
 
 
-def _is_list_field(name: str) -> bool:
+def is_list_filter(name: str) -> bool:
+    """Whether filter `name` takes a list (a comma-separated value on the command line)."""
     return "list[" in str(TraceFilter.model_fields[name].annotation)
 
 

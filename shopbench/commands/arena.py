@@ -13,8 +13,10 @@ from typing import Any
 
 import typer
 
+from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
 from shopbench.commands import policy_flags
+from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
 from template.arena_config import ArenaConfig
 
@@ -25,6 +27,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `arena` to the root app and `validator` to the bench group."""
 
     @app.command("arena")
+    @takes(policy_flags.policy_block(ArenaConfig.model_fields["turn_timeout_s"].default,
+                                     request_timeout_flag=False))  # fmt: skip
     def arena_command(
         miners: int = _ARENA.option("miners", "--miners"),
         rounds: int = _ARENA.option("rounds", "--rounds"),
@@ -47,15 +51,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),  # fmt: skip
         tasks_per_round: int = _ARENA.option("tasks_per_round", "--tasks"),
         concurrency: int = _ARENA.option("concurrency", "--concurrency"),
-        turn_timeout: float | None = policy_flags.turn_timeout(
-            ArenaConfig.model_fields["turn_timeout_s"].default
-        ),
-        policy_config: Path | None = policy_flags.policy_config(),
-        temperature: float | None = policy_flags.temperature(),
-        top_p: float | None = policy_flags.top_p(),
-        max_tokens: int | None = policy_flags.max_tokens(),
-        sampling_seed: int | None = policy_flags.sampling_seed(),
-        template_arg: list[str] = policy_flags.template_arg(),
         exponent: float | None = typer.Option(
             None, "--weight-exponent", help="consensus override: weight ∝ EMA^exponent"
         ),
@@ -72,6 +67,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         judge: str | None = _ARENA.option("judge", "--judge"),
         judge_rate: float = _ARENA.option("judge_rate", "--judge-rate"),
         judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
+        policy_options: PolicyOptions | None = None,
     ) -> None:
         """Run a whole subnet here: a local chain, miner processes, the real validator.
 
@@ -85,10 +81,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         if print_hotkey:
             typer.echo(validator_hotkey())
             return
-        chosen = policy_flags.resolve(
-            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-            seed=sampling_seed, turn_timeout_s=turn_timeout, template_arg=template_arg,
-        )  # fmt: skip
+        chosen = policy_options or PolicyOptions()
         consensus = _consensus(ConsensusConfig(), exponent, burn, ema_alpha)
         options: dict[str, Any] = {
             "miners": miners, "rounds": rounds, "products": products, "out": out,

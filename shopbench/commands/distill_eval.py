@@ -11,8 +11,10 @@ from pathlib import Path
 
 import typer
 
+from shopbench.agents.options import PolicyOptions
 from shopbench.chat import MAX_TURNS
 from shopbench.commands import policy_flags
+from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
 from shopbench.evaluate.trained.run import ModelEvalConfig
@@ -27,6 +29,7 @@ def register_eval(distill_app: typer.Typer) -> None:
     """Add `eval` to the `distill` group."""
 
     @distill_app.command("eval")
+    @takes(policy_flags.policy_block(RunLimits.model_fields["turn_timeout_s"].default))
     def eval_command(
         model: str = typer.Option(..., "--model", help="hf:PATH or openai:MODEL@URL"),
         tasks: Path = typer.Option(..., "--tasks", help="task file, e.g. the held-out split"),
@@ -37,16 +40,6 @@ def register_eval(distill_app: typer.Typer) -> None:
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
         seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
-        policy_config: Path | None = policy_flags.policy_config(),
-        temperature: float | None = policy_flags.temperature(),
-        top_p: float | None = policy_flags.top_p(),
-        max_tokens: int | None = policy_flags.max_tokens(),
-        sampling_seed: int | None = policy_flags.sampling_seed(),
-        request_timeout: float | None = policy_flags.request_timeout(),
-        turn_timeout: float | None = policy_flags.turn_timeout(
-            RunLimits.model_fields["turn_timeout_s"].default
-        ),
-        template_arg: list[str] = policy_flags.template_arg(),
         max_idle_turns: int | None = _LIMITS.option("max_idle_turns", "--max-idle-turns"),
         max_turns: int | None = typer.Option(
             None, "--max-turns", min=1,
@@ -60,6 +53,7 @@ def register_eval(distill_app: typer.Typer) -> None:
         expect_split: str = _EVAL.option("expect_split", "--expect-split"),
         resamples: int = _BOOT.option("resamples", "--resamples"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        policy_options: PolicyOptions | None = None,
     ) -> None:
         """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion and
         valid tool calls, per intent, with bootstrap intervals; report.json and report.md."""
@@ -69,11 +63,7 @@ def register_eval(distill_app: typer.Typer) -> None:
         from shopbench.evaluate.trained.report import write_model_eval
         from shopbench.evaluate.trained.run import evaluate_model
 
-        options = policy_flags.resolve(
-            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-            seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
-            template_arg=template_arg,
-        )  # fmt: skip
+        options = policy_options or PolicyOptions()
         for spec in (model, baseline):
             if spec is not None:
                 check_spec(spec)  # a bad policy fails before the catalog is opened

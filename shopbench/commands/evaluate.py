@@ -8,10 +8,12 @@ from pathlib import Path
 
 import typer
 
+from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import policy_choices
 from shopbench.bench.eval import EvalBenchConfig
 from shopbench.bench.hf_policy import HFBenchConfig
 from shopbench.commands import policy_flags
+from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.runner import EvalConfig
 from shopbench.trajectory.loop import RunLimits
@@ -48,6 +50,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `eval` to the root app and `eval` to the bench group."""
 
     @app.command("eval")
+    @takes(policy_flags.policy_block(RunLimits.model_fields["turn_timeout_s"].default))
     def eval_command(
         catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
         tasks: Path = typer.Option(
@@ -62,17 +65,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
         seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
-        policy_config: Path | None = policy_flags.policy_config(),
-        temperature: float | None = policy_flags.temperature(),
-        top_p: float | None = policy_flags.top_p(),
-        max_tokens: int | None = policy_flags.max_tokens(),
-        sampling_seed: int | None = policy_flags.sampling_seed(),
-        request_timeout: float | None = policy_flags.request_timeout(),
-        turn_timeout: float | None = policy_flags.turn_timeout(
-            RunLimits.model_fields["turn_timeout_s"].default
-        ),
-        template_arg: list[str] = policy_flags.template_arg(),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        policy_options: PolicyOptions | None = None,
     ) -> None:
         """Run a policy on every task K times; write trajectories.jsonl, report.json/.md.
 
@@ -84,11 +78,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         from shopbench.evaluate.runner import run_evaluation
         from shopbench.evaluate.trained.run import check_endpoint
 
-        chosen_options = policy_flags.resolve(
-            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-            seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
-            template_arg=template_arg,
-        )  # fmt: skip
+        chosen_options = policy_options or PolicyOptions()
         check_spec(policy)  # a bad --policy fails before the catalog is opened
         check_applies(chosen_options, [policy])
         for warning in check_endpoint(policy):  # an endpoint serving another model: refused

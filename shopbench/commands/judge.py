@@ -7,9 +7,11 @@ from pathlib import Path
 
 import typer
 
+from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import POLICY_NAMES
 from shopbench.calibration.run import CalibrationConfig
 from shopbench.commands import policy_flags
+from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
 from shopbench.trajectory.loop import RunLimits
 
@@ -21,6 +23,7 @@ _SHOWN_CHARS = 160  # a rationale is cut to this in the one-line listing
 
 
 @judge_app.command("calibrate")
+@takes(policy_flags.policy_block(RunLimits.model_fields["turn_timeout_s"].default))
 def calibrate_command(
     catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
     tasks: Path = typer.Option(..., "--tasks", help="task file (JSONL)"),
@@ -45,16 +48,7 @@ def calibrate_command(
         True, "--template-penalty/--no-template-penalty",
         help="apply the template penalty (off: measure what the other checks catch alone)",
     ),
-    policy_config: Path | None = policy_flags.policy_config(),
-    temperature: float | None = policy_flags.temperature(),
-    top_p: float | None = policy_flags.top_p(),
-    max_tokens: int | None = policy_flags.max_tokens(),
-    sampling_seed: int | None = policy_flags.sampling_seed(),
-    request_timeout: float | None = policy_flags.request_timeout(),
-    turn_timeout: float | None = policy_flags.turn_timeout(
-        RunLimits.model_fields["turn_timeout_s"].default
-    ),
-    template_arg: list[str] = policy_flags.template_arg(),
+    policy_options: PolicyOptions | None = None,
 ) -> None:
     """Play every reference policy (and any model policy named) on the tasks, judge and score
     each episode as validators do, write the report."""
@@ -75,11 +69,7 @@ def calibrate_command(
             f"--judge {judge!r} is not a judge (allowed: {', '.join(JUDGES)}, or "
             "openai:MODEL@URL)"
         )
-    policy_options = policy_flags.resolve(
-        policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-        seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
-        template_arg=template_arg,
-    )  # fmt: skip
+    policy_options = policy_options or PolicyOptions()
     llm = judge.startswith("openai:")
     options: dict[str, object] = {
         "policy_options": policy_options,

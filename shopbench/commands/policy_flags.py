@@ -1,16 +1,13 @@
 """The flags of a model policy's options, the same on every command that names a policy.
 
 ``shopbench eval``, ``distill eval``, ``judge calibrate`` and ``arena`` take
-``--policy-config FILE`` and the flags of
-:class:`~shopbench.agents.options.PolicyOptions`; :func:`resolve` builds the options from
-them, flags over the file. Each command declares the flags in its signature::
+``--policy-config FILE`` and the flags of :class:`~shopbench.agents.options.PolicyOptions`
+as one block (:func:`policy_block`, declared once here); :func:`resolve` builds the
+options from them, flags over the file, and the command receives them whole::
 
-    def command(
-        policy_config: Path | None = policy_flags.policy_config(),
-        temperature: float | None = policy_flags.temperature(),
+    @takes(policy_block(turn_timeout_default=60.0))
+    def command(..., policy_options: PolicyOptions | None = None) -> None:
         ...
-    ) -> None:
-        options = policy_flags.resolve(policy_config, temperature=temperature, ...)
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from shopbench.agents.options import (
     parse_template_args,
     resolve_policy_options,
 )
+from shopbench.commands.blocks import Block, option
 from shopbench.commands.flags import Flags
 
 _OPTIONS = Flags(PolicyOptions)
@@ -102,3 +100,34 @@ def resolve(
         template_kwargs=parse_template_args(template_arg or []),
     )  # fmt: skip
     return resolve_policy_options(path, flags)
+
+
+def policy_block(turn_timeout_default: float, *, request_timeout_flag: bool = True) -> Block:
+    """The model-policy options as one block, built into ``policy_options``
+    (:class:`PolicyOptions`). `turn_timeout_default` is the command's own turn timeout,
+    said in the help; `request_timeout_flag` False leaves ``--request-timeout`` out (a
+    command whose policies make no requests of their own)."""
+    parameters = [
+        option("policy_config", Path | None, policy_config()),
+        option("temperature", float | None, temperature()),
+        option("top_p", float | None, top_p()),
+        option("max_tokens", int | None, max_tokens()),
+        option("sampling_seed", int | None, sampling_seed()),
+        *([option("request_timeout", float | None, request_timeout())]
+          if request_timeout_flag else []),
+        option("turn_timeout", float | None, turn_timeout(turn_timeout_default)),
+        option("template_arg", list[str], template_arg()),
+    ]  # fmt: skip
+
+    def build(
+        policy_config: Path | None, temperature: float | None, top_p: float | None,
+        max_tokens: int | None, sampling_seed: int | None, turn_timeout: float | None,
+        template_arg: list[str], request_timeout: float | None = None,
+    ) -> PolicyOptions:  # fmt: skip
+        return resolve(
+            policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+            seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
+            template_arg=template_arg,
+        )  # fmt: skip
+
+    return Block("policy_options", parameters, build)

@@ -7,14 +7,13 @@ so a malformed one is one line naming the filter and what it accepts (exit statu
 
 from __future__ import annotations
 
-import functools
-import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
+
+from shopbench.archive.filters import TraceFilter
+from shopbench.commands.blocks import Block, model_options, takes
 
 traces_app = typer.Typer(
     help="The trajectory archive: query, export, pull, publish.", no_args_is_help=True
@@ -23,58 +22,23 @@ traces_app = typer.Typer(
 QUERY_FORMATS = ("table", "jsonl", "parquet")
 
 
-_LIST = " (comma-separated)"
-_FILTERS: tuple[tuple[str, str], ...] = (
-    ("block_min", "first block"),
-    ("block_max", "last block"),
-    ("epoch_min", "first epoch"),
-    ("epoch_max", "last epoch"),
-    ("since", "started at or after (ISO 8601 or unix seconds)"),
-    ("until", "started before (ISO 8601 or unix seconds)"),
-    ("intent", "intents" + _LIST),
-    ("cluster", "clusters" + _LIST),
-    ("miner_uid", "miner uids" + _LIST),
-    ("miner_hotkey", "miner hotkeys" + _LIST),
-    ("validator", "validator hotkeys" + _LIST),
-    ("agent", "agent names" + _LIST),
-    ("judge_id", "judge ids" + _LIST),
-    ("termination", "termination reasons" + _LIST),
-    ("success", "true or false"),
-    ("score_min", "lowest final score"),
-    ("score_max", "highest final score"),
-    ("rule_score_min", "lowest mean rule score"),
-    ("rule_score_max", "highest mean rule score"),
-    ("judge_score_min", "lowest judge score"),
-    ("judge_score_max", "highest judge score"),
-    ("text", "full-text search over the query and the assistant's reasoning"),
-    ("slow_turn_ms", "some turn waited at least this many ms for the policy"),
-    ("gate_failed", "judge gates, one of which failed" + _LIST),
-    ("limit", "at most this many episodes"),
-)
-"""Every trace filter's option: the TraceFilter field it sets, and its help text."""
+def _filter_block() -> Block:
+    """Every trace filter as an option of its own, derived from
+    :class:`~shopbench.archive.filters.TraceFilter` (help from each field's description), and
+    built into that filter (``filters``); a malformed value is one line naming it."""
+    from shopbench.archive.filters import is_list_filter
+
+    def note(name: str) -> str:
+        return " (comma-separated)" if is_list_filter(name) else ""
+
+    def build(**values: str | None) -> TraceFilter:
+        return TraceFilter.parse(values)
+
+    return Block("filters", model_options(TraceFilter, suffix=note), build)
 
 
-def _with_filters(command: Callable[..., None]) -> Callable[..., None]:
-    """`command`, which takes the filter values as ``filters``, as a typer command taking each
-    trace filter as an option of its own (declared once, in :data:`_FILTERS`)."""
-    signature = inspect.signature(command)
-    own = [p for p in signature.parameters.values() if p.name != "filters"]
-    options = [
-        inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=typer.Option(None, help=text),
-            annotation=str | None,
-        )
-        for name, text in _FILTERS
-    ]  # fmt: skip
-
-    @functools.wraps(command)
-    def with_options(**values: Any) -> None:
-        filters = {name: values.pop(name) for name, _ in _FILTERS}
-        command(**values, filters=filters)
-
-    del with_options.__wrapped__  # typer must read the signature below, not the wrapped one
-    with_options.__signature__ = signature.replace(parameters=[*own, *options])  # type: ignore[attr-defined]
-    return with_options
+FILTERS = _filter_block()
+"""The trace filters' options, shared by ``traces query`` and ``traces export``."""
 
 
 _SIGNED_BY_HELP = (
@@ -84,18 +48,16 @@ _SIGNED_BY_HELP = (
 
 
 def _read(  # type: ignore[no-untyped-def]
-    directory: Path, values: dict[str, str | None], signed_by: str | None = None
+    directory: Path, f: TraceFilter, signed_by: str | None = None
 ):
     """The episodes under `directory` matching the filter `values`, the store's embargo
     (``_embargo.json``) applied: the live bucket is left out unless the store lifted it.
     With `signed_by`, only that validator's verified shards (the archive's one verified
     reader), each shard left out named on stderr."""
-    from shopbench.archive.filters import TraceFilter
     from shopbench.archive.query import query
     from shopbench.archive.reader import Trust, list_archive
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
 
-    f = TraceFilter.parse(values)
     embargo = load_embargo(directory).view()
     if embargo.lifted:
         typer.echo(LIFTED_WARNING.format(root=directory), err=True)
@@ -112,21 +74,20 @@ def _read(  # type: ignore[no-untyped-def]
 
 
 @traces_app.command("query")
-@_with_filters
+@takes(FILTERS)
 def query_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option("table", "--format", help=f"one of {', '.join(QUERY_FORMATS)}"),
     out: Path | None = typer.Option(None, "--out", help="write here instead of stdout"),
     signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
-    filters: dict[str, str | None] | None = None,
+    filters: TraceFilter | None = None,
 ) -> None:
     """Print (or write) the archived episodes matching the filters."""
-    values = filters or {}
     if fmt not in QUERY_FORMATS:
         raise typer.BadParameter(
             f"{fmt!r} is not a format (allowed: {', '.join(QUERY_FORMATS)})", param_hint="--format"
         )
-    table = _read(directory, values, signed_by)
+    table = _read(directory, filters or TraceFilter(), signed_by)
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
@@ -167,7 +128,7 @@ def _print_table(table, out: Path | None) -> None:  # type: ignore[no-untyped-de
 
 
 @traces_app.command("export")
-@_with_filters
+@takes(FILTERS)
 def export_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option(
@@ -178,10 +139,9 @@ def export_command(
     ),  # fmt: skip
     out: Path = typer.Option(..., "--out", help="folder (datasets) or file"),
     signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
-    filters: dict[str, str | None] | None = None,
+    filters: TraceFilter | None = None,
 ) -> None:
     """Export the matching episodes as a datasets folder, JSONL, or ShoppingBench traces."""
-    values = filters or {}
     from shopbench.archive.export import EXPORT_FORMATS, export
 
     if fmt not in EXPORT_FORMATS:
@@ -189,7 +149,7 @@ def export_command(
             f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
             param_hint="--format",
         )
-    table = _read(directory, values, signed_by)
+    table = _read(directory, filters or TraceFilter(), signed_by)
     written = export(table, fmt, out)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
 
