@@ -6,8 +6,7 @@ softmax the cost of every step. This one is trained on catalog and trajectory te
 row renders exactly as it would for Qwen3, in a few thousand tokens.
 
 The shipped copy (:func:`shipped_small_tokenizer`) was made by :func:`train_small_tokenizer`
-on :func:`corpus_texts` of the 2,000-product catalog of seed 7 and 64 reference episodes
-(``shopbench.bench.distill.make_small_tokenizer``).
+on :func:`corpus_texts` of the 2,000-product catalog of seed 7 and 64 reference episodes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ The LLM can **lower** a score, by half the gap, and never raise it: a model can 
 into a higher score by the text it reads, and a higher score than the fact-checked gates
 allow is exactly what an injection would buy, so that door stays shut; halving the gap
 bounds what one noisy judgement can cost an honest miner. An LLM that is unavailable
-leaves the rubric's score as it is, with the fallback recorded (:mod:`.llm.fallback`).
+leaves the rubric's score as it is, with the fallback recorded
+(:mod:`shopbench.judging.llm.fallback`).
 
 Which episodes the LLM reads: :func:`select_for_llm` picks ``ceil(rate * n)`` of the
 round's ``n`` tasks by a keyed hash of the task id under the validator's round secret, and

@@ -1,2 +1,3 @@
-"""The trajectory: the record of one episode (``record``), reading a policy's reply
-(``reply``) and the one loop that plays an episode (``loop``)."""
+"""Playing an episode: the one loop (``loop``), its named stop conditions (``stops``), the one
+record builder (``builder``) and reading a policy's reply (``reply``); the record itself is
+:mod:`shopbench.records.trajectory`."""
