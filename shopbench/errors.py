@@ -1,7 +1,130 @@
-"""The exception family of shopbench, one branch per boundary.
+"""The exception families of shopbench, one per layer, documented in one place.
 
-Every error a user can trigger derives from :class:`ShopbenchError`; the CLI turns these
-into one-line messages and never prints a traceback for them.
+Every error a user can trigger derives from :class:`ShopbenchError`. Each package of
+``shopbench/`` that raises errors of its own has one family: a root class in the package's own
+``errors.py`` deriving from :class:`ShopbenchError`; every other exception class of the
+package, its sub-packages' included, derives from that root and lives in that ``errors.py``
+(``tests/test_errors.py`` keeps both). The outermost boundary is the CLI
+(``shopbench.cli.main``), which turns every ShopbenchError into one line ``error: ...`` and
+exit status 2, never a traceback; a neuron's ``main`` (``template/base/neuron.py``) does the
+same at startup. The table names, for each family, the boundaries nearer the raise.
+
++-------------------------------+-------------------------------+----------------------------------+
+| package → root (family)       | what it means                 | which boundary converts it       |
++===============================+===============================+==================================+
+| ``shopbench.errors`` →        | the base of every family;     | the CLI: one line ``error:       |
+| ShopbenchError;               | ImportRecordError is one      | ...``, exit status 2; ``catalog  |
+| ImportRecordError             | malformed line of an imported | import`` without ``--strict``    |
+|                               | file (file and line named),   | counts and lists bad lines       |
+|                               | shared by catalog import and  |                                  |
+|                               | task files                    |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``catalog.errors`` →          | a catalog directory, data     | the CLI; SearchError: the shop   |
+| CatalogError (SearchError,    | file or search index is       | tools (``env/tools.py``) turn it |
+| GeneratorError)               | missing, corrupt or of        | into the tool's error            |
+|                               | another version; bad build    | observation                      |
+|                               | parameters; a bad search      |                                  |
+|                               | request; a generator request  |                                  |
+|                               | out of range                  |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``openai_compat.errors`` →    | one failed request to an      | the episode loop records the     |
+| EndpointFailure               | OpenAI-compatible endpoint,   | policy's TerminationReason (a    |
+| (EndpointError,               | with its kind, whether it is  | timeout as its timeout); the     |
+| EndpointTimeout,              | transient, the status         | judge's client turns it into     |
+| MalformedReply)               | (EndpointTimeout is also a    | Failure                          |
+|                               | TimeoutError)                 |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``outcome.errors`` →          | the outcome grader cannot     | the CLI                          |
+| OutcomeError                  | grade as asked (the embedding |                                  |
+| (EmbeddingModelMissing)       | matcher's package or model is |                                  |
+|                               | missing)                      |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``tasks.errors`` → TaskError  | a task record, task file,     | the CLI; the validator's task    |
+|                               | reward spec or generation     | bank regenerates a damaged cache |
+|                               | request is invalid            |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``env.errors`` → EnvError     | the environment cannot be set | ToolError: ``Episode.call``,     |
+| (ToolError: UnknownToolError, | up (episode key, system       | into an error observation, so it |
+| ArgumentError,                | prompt); ToolError: a tool    | never leaves the episode;        |
+| InvalidIdError, LimitError,   | call inside an episode is     | EnvError: the CLI                |
+| NotAllowedError,              | invalid                       |                                  |
+| EpisodeOverError)             |                               |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``agents.errors`` →           | a policy cannot be built or   | the CLI; PlayInputError:         |
+| AgentError (PolicySpecError,  | played: a bad spec or         | ``shopbench play`` asks again;   |
+| PolicyOptionsError,           | options, a local model        | PlayerQuit: the episode loop     |
+| LocalModelError,              | directory that cannot be      | records the episode as ended by  |
+| PlayInputError, PlayerQuit)   | played, a person's typed      | the policy                       |
+|                               | line, a person who quit       |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``judging.errors`` →          | a judge cannot be built       | the CLI; JudgeUnavailable: the   |
+| JudgeError (LLMJudgeError:    | (unknown name, a rubric that  | LLM judge answers with the       |
+| JudgeSpecError,               | does not load); the LLM       | rubric's verdict and records the |
+| JudgeUnavailable, Failure)    | judge's spec breaks the       | fallback                         |
+|                               | release's pins, or it has no  |                                  |
+|                               | verdict this time             |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``archive.errors`` →          | the archive cannot store,     | the CLI; the validator's round   |
+| ArchiveError (SinkError:      | read, query or fetch          | logs a SinkError and goes on;    |
+| RecordRefused, SegmentError,  | trajectories; NotFound: an id | the HTTP API: FilterError 422,   |
+| RemoteError, QueryError,      | the HTTP API does not publish | NotFound 404, SinkError 503;     |
+| FilterError, UnsafePath;      |                               | curation re-raises a SinkError   |
+| NotFound)                     |                               | as a CurationError               |
++-------------------------------+-------------------------------+----------------------------------+
+| ``curation.errors`` →         | curation cannot run: bad      | the CLI                          |
+| CurationError (EmptyResult,   | config, an unreadable archive |                                  |
+| CuratedSetError)              | or truth file, an empty       |                                  |
+|                               | result, a curated set of      |                                  |
+|                               | another shape                 |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``distill.errors`` →          | distillation or GRPO cannot   | the CLI, before any training     |
+| DistillError (NoSamplesError, | go on: bad data, a chat       | starts                           |
+| TemplateError,                | template, tokenizer or config |                                  |
+| TokenizerError,               | it cannot train with          |                                  |
+| TrainConfigError, RLError,    |                               |                                  |
+| RLDataError)                  |                               |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``evaluate.errors`` →         | an evaluation cannot run; a   | the CLI                          |
+| EvalError (MetricError,       | metric or interval is         |                                  |
+| IntervalError,                | undefined for its arguments;  |                                  |
+| TrainingSetError,             | a training set or model is    |                                  |
+| ModelEvalError)               | unusable                      |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``calibration.errors`` →      | a judge calibration cannot    | the CLI                          |
+| CalibrationError              | run                           |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``bench.errors`` → BenchError | a benchmark cannot run (the   | the CLI                          |
+| (LuceneError)                 | Lucene side)                  |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``template.errors`` →         | subnet layer: a request to a  | the validator's round records    |
+| TransportError                | miner failed, or the          | the failed turn's reason; the    |
+| (TransportTimeout,            | validator's own request       | CLI                              |
+| ConnectionFailed, BadStatus,  | breaks a protocol limit       |                                  |
+| OversizedReply, InvalidReply, |                               |                                  |
+| InvalidRequest,               |                               |                                  |
+| RequestTooLarge)              |                               |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``template.errors`` →         | subnet layer: a chain read or | the miner and the validator log  |
+| ChainClientError              | write failed                  | it and retry on a later step;    |
+| (NotRegistered, RateLimited,  |                               | the CLI and a neuron's start     |
+| ChainUnavailable,             |                               |                                  |
+| InvalidChainRequest,          |                               |                                  |
+| ChainRejected)                |                               |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``template`` → ArenaError,    | subnet layer, one class each: | the CLI; a neuron's ``main``     |
+| ClockError, NeuronError,      | the arena, the clock, a       |                                  |
+| ConfigError, StateError       | neuron's start, its config,   |                                  |
+|                               | its state file                |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+| ``template`` internal         | signals inside one module of  | the module itself: the in-memory |
+| (``Exception``):              | the subnet layer, never       | chain's dispatch; the transport  |
+| DispatchError, Overloaded,    | leaving it                    | server (503, 403, 413)           |
+| Forbidden, _TooLarge          |                               |                                  |
++-------------------------------+-------------------------------+----------------------------------+
+
+``records``, ``scoring``, ``trajectory``, ``commands``, ``chat.py`` and ``datafiles.py`` have no
+family of their own: they raise the errors of the layers they call (``datafiles`` the class its
+caller names) or :class:`ShopbenchError` itself.
 """
 
 from __future__ import annotations
@@ -9,10 +132,6 @@ from __future__ import annotations
 
 class ShopbenchError(Exception):
     """Base of every error shopbench raises on purpose."""
-
-
-class CatalogError(ShopbenchError):
-    """A catalog directory is missing, partial, corrupt or from an incompatible version."""
 
 
 class ImportRecordError(ShopbenchError):
@@ -23,15 +142,3 @@ class ImportRecordError(ShopbenchError):
         self.path = path
         self.line = line
         self.reason = reason
-
-
-class SearchError(ShopbenchError):
-    """A search request is invalid (bad filter value, page out of range, unknown sort)."""
-
-
-class TaskError(ShopbenchError):
-    """A task record or reward spec is invalid."""
-
-
-class ToolError(ShopbenchError):
-    """A tool call inside an episode is invalid; the episode turns it into an observation."""

@@ -27,8 +27,9 @@ from typing import Any
 from shopbench.agents.local.config import HF_PREFIX
 from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import read_manifest, seed_hash
-from shopbench.errors import CatalogError, ShopbenchError
+from shopbench.errors import ShopbenchError
 from shopbench.records.task import INTENTS
 from template.arena_config import (
     DEFAULT_POLICIES,

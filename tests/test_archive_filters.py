@@ -8,14 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from shopbench.archive.filters import (
-    BIGINT_MAX,
-    MAX_LIMIT,
-    TIME_MAX,
-    TIME_MIN,
-    FilterError,
-    TraceFilter,
-)
+from shopbench.archive.errors import FilterError
+from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, TIME_MAX, TIME_MIN, TraceFilter
 
 
 def test_cli_text_becomes_typed_filters() -> None:

@@ -14,6 +14,7 @@ import pytest
 from keyed_hash import KeyedHash
 
 from shopbench.agents.reference import CarefulPolicy, RandomPolicy
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import (
     SCHEMA,
     SCHEMA_DOC,
@@ -25,7 +26,6 @@ from shopbench.archive.layout import (
 from shopbench.archive.manifest import SHARD_GLOB, ShardManifest, read_manifest, verify_manifest
 from shopbench.archive.shards import iter_manifests, read_shard, verify_shard, write_shard
 from shopbench.archive.signing import sign_trajectory
-from shopbench.archive.sink import SinkError
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import ToolLogEntry, Trajectory

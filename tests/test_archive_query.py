@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from keyed_hash import KeyedHash
 
+from shopbench.archive.errors import FilterError, QueryError, SinkError
 from shopbench.archive.export import export
-from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.filters import TraceFilter
 from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.layout import from_table, partition_of
-from shopbench.archive.query import EmbargoView, QueryError, query, sealed_shards
+from shopbench.archive.query import EmbargoView, query, sealed_shards
 from shopbench.archive.shards import write_shard
-from shopbench.archive.sink import SinkError
 from shopbench.bench.archive import play_episodes, synthesise
 from shopbench.records.trajectory import Trajectory
 

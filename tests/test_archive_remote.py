@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from object_store import SIGNER, everyone_public, make_archive, play_episodes, s3_target
 
+from shopbench.archive.errors import RemoteError
 from shopbench.archive.manifest import manifest_path
 from shopbench.archive.remote import (
     RemoteTarget,
@@ -19,7 +20,6 @@ from shopbench.archive.remote import (
     parse_storage_options,
 )
 from shopbench.archive.shards import write_shard
-from shopbench.archive.sink import RemoteError
 from shopbench.records.trajectory import Trajectory
 
 

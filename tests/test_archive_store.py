@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from keyed_hash import KeyedHash
 
+from shopbench.archive.errors import RecordRefused, SinkError
 from shopbench.archive.manifest import verify_manifest
 from shopbench.archive.shards import iter_manifests, verify_shard
-from shopbench.archive.sink import ArchiveSink, RecordRefused, SinkError
+from shopbench.archive.sink import ArchiveSink
 from shopbench.archive.store import (
     EMBARGO_FILE,
     QUARANTINE_DIR,

@@ -14,8 +14,9 @@ from fake_openai import FakeJudgeServer, running
 from typer.testing import CliRunner
 
 from shopbench.agents.registry import POLICY_NAMES, honesty, make_policy
+from shopbench.calibration.errors import CalibrationError
 from shopbench.calibration.injection import VARIANTS
-from shopbench.calibration.report import CalibrationError, auc, write_report
+from shopbench.calibration.report import auc, write_report
 from shopbench.calibration.run import CalibrationConfig, run_calibration
 from shopbench.calibration.targets import load_targets
 from shopbench.commands import judge as judge_commands

@@ -12,9 +12,9 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import MANIFEST, seed_hash
 from shopbench.catalog.store import Catalog, build_catalog
-from shopbench.errors import CatalogError
 
 
 def _digest(d: Path) -> dict[str, str]:

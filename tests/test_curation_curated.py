@@ -12,12 +12,8 @@ import pytest
 
 from shopbench.agents.reference import CarefulPolicy, TrialAndErrorPolicy
 from shopbench.archive.layout import SCHEMA
-from shopbench.curation.curated import (
-    CuratedEpisode,
-    CuratedSetError,
-    read_curated,
-    write_curated,
-)
+from shopbench.curation.curated import CuratedEpisode, read_curated, write_curated
+from shopbench.curation.errors import CuratedSetError
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import Trajectory

@@ -169,7 +169,7 @@ def test_the_tools_are_the_toolkits_with_its_validation(
 
 
 def test_knowledge_tasks_play_in_the_environment_with_web_search(catalog_dir: Path) -> None:
-    from shopbench.distill.rl.errors import RLDataError
+    from shopbench.distill.errors import RLDataError
     from shopbench.tasks.generate import BuildConfig, build_tasks
 
     built = build_tasks(BuildConfig(catalog=catalog_dir, intents=["knowledge"], n=1, seed=5))

@@ -14,16 +14,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from shopbench.agents.human import HumanPolicy, PlayerQuit, PlayInputError, parse_command
+from shopbench.agents.errors import PlayerQuit, PlayInputError
+from shopbench.agents.human import HumanPolicy, parse_command
 from shopbench.archive.jsonl import read_trajectories
 from shopbench.chat import ChatMessage
 from shopbench.cli import app
 from shopbench.commands.env import free_task, play_key
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.tokens import TokenBook
-from shopbench.errors import TaskError
 from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import TerminationReason, Trajectory
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.io import read_task_at
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode

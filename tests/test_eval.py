@@ -11,10 +11,12 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from shopbench.agents.registry import PolicySpecError, make_policy
+from shopbench.agents.errors import PolicySpecError
+from shopbench.agents.registry import make_policy
 from shopbench.chat import AssistantMessage, FunctionCall, ToolCall
 from shopbench.commands.evaluate import register
 from shopbench.env.env import ShoppingEnv
+from shopbench.evaluate.errors import EvalError
 from shopbench.evaluate.report import (
     REPORT_JSON,
     REPORT_MD,
@@ -22,7 +24,7 @@ from shopbench.evaluate.report import (
     build_report,
     write_outputs,
 )
-from shopbench.evaluate.runner import EvalConfig, EvalError, episode_key, run_evaluation
+from shopbench.evaluate.runner import EvalConfig, episode_key, run_evaluation
 from shopbench.records.trajectory import TerminationReason, Trajectory
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task

@@ -16,15 +16,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from shopbench.catalog.errors import GeneratorError
 from shopbench.catalog.gen_ids import KeyedPermutation, product_ids
 from shopbench.catalog.gen_world import build_brand_world, build_shops, n_shops_for, price_round
-from shopbench.catalog.generator import (
-    GeneratorConfig,
-    GeneratorError,
-    generate_chunk,
-    generate_products,
-    n_chunks,
-)
+from shopbench.catalog.generator import GeneratorConfig, generate_chunk, generate_products, n_chunks
 from shopbench.catalog.knowledge import generate_knowledge
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.taxonomy import load_taxonomy

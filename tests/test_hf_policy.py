@@ -16,13 +16,14 @@ import pytest
 from fake_openai import FakeJudgeServer
 from local_model import tiny_engine, train_to_say
 
+from shopbench.agents.errors import LocalModelError, PolicySpecError
 from shopbench.agents.format.parse import parse_generation
 from shopbench.agents.format.render import template_messages
-from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
+from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import GenRequest, HFEngine
 from shopbench.agents.local.policy import HFPolicy
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
-from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
+from shopbench.agents.registry import check_spec, make_policy
 from shopbench.chat import ChatMessage, FunctionCall, ToolCall
 from shopbench.cli import main
 from shopbench.env.env import ShoppingEnv

@@ -31,11 +31,11 @@ from judge_agents import Careful, Narrator, details, hit, make_tasks, play, reco
 
 from shopbench.calibration.injection import inject  # noqa: E402
 from shopbench.env.env import ShoppingEnv  # noqa: E402
+from shopbench.judging.errors import JudgeSpecError, JudgeUnavailable
 from shopbench.judging.llm.agreement import agreement, spearman  # noqa: E402
 from shopbench.judging.llm.build import make_llm_judge  # noqa: E402
 from shopbench.judging.llm.cache import DiskCache, MemoryCache  # noqa: E402
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig, parse_judge_spec  # noqa: E402
-from shopbench.judging.llm.errors import JudgeSpecError, JudgeUnavailable  # noqa: E402
 from shopbench.judging.llm.fallback import is_fallback  # noqa: E402
 from shopbench.judging.llm.judge import LLMJudge  # noqa: E402
 from shopbench.judging.llm.release import JudgeRelease  # noqa: E402

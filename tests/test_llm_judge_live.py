@@ -24,8 +24,8 @@ import pytest
 from judge_agents import Careful, make_tasks, play
 
 from shopbench.env.env import ShoppingEnv
+from shopbench.judging.errors import JudgeUnavailable
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
-from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.judging.llm.fallback import is_fallback
 from shopbench.judging.llm.judge import LLMJudge
 from shopbench.judging.llm.release import JudgeRelease

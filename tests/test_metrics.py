@@ -8,8 +8,8 @@ from fractions import Fraction
 import pytest
 
 from shopbench.catalog.schema import Product
+from shopbench.evaluate.errors import MetricError
 from shopbench.evaluate.metrics import (
-    MetricError,
     asr,
     attempt_counts,
     by_intent,

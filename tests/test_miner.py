@@ -127,7 +127,7 @@ def test_start_up_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_an_agent_must_be_named_and_known() -> None:
-    from shopbench.agents.registry import PolicySpecError
+    from shopbench.agents.errors import PolicySpecError
     from template.base.options import ConfigError
 
     with pytest.raises(ConfigError, match="the miner needs an agent"):

@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from shopbench.cli import main
-from shopbench.evaluate.intervals import (
-    BootstrapConfig,
-    IntervalError,
-    bootstrap,
-    paired_difference,
-)
+from shopbench.evaluate.errors import IntervalError
+from shopbench.evaluate.intervals import BootstrapConfig, bootstrap, paired_difference
 from shopbench.evaluate.metrics import pass_at_k, pass_hat_k
 from shopbench.evaluate.trained.table import metric_names, per_task, run_table
 from shopbench.records.trajectory import Trajectory

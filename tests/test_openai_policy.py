@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from shopbench.agents.errors import PolicySpecError
 from shopbench.agents.format.parse import parse_completion, parse_generation
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
-from shopbench.agents.registry import PolicySpecError, check_spec, make_policy
+from shopbench.agents.registry import check_spec, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.openai_compat.errors import EndpointError, EndpointTimeout, MalformedReply
 from shopbench.outcome.spec import Slot

@@ -9,14 +9,10 @@ import pytest
 
 from shopbench.catalog.schema import Product
 from shopbench.outcome.budget import check_budget
+from shopbench.outcome.errors import EmbeddingModelMissing
 from shopbench.outcome.grader import grade, grade_slot
 from shopbench.outcome.spec import PriceBound, Slot
-from shopbench.outcome.title import (
-    EmbeddingModelMissing,
-    EmbeddingTitleMatcher,
-    LexicalTitleMatcher,
-    title_tokens,
-)
+from shopbench.outcome.title import EmbeddingTitleMatcher, LexicalTitleMatcher, title_tokens
 from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.tasks.shoppingbench_format import task_from_record

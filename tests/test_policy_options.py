@@ -149,7 +149,7 @@ def test_a_bad_file_or_misplaced_options_fail_before_any_work(
         main(["eval", "--policy", "careful", *common, "--request-timeout", "0"])
     assert e.value.code == 2 and "--request-timeout" in capsys.readouterr().err
     assert not small.requests and not nowhere.exists()
-    from shopbench.agents.options import PolicyOptionsError
+    from shopbench.agents.errors import PolicyOptionsError
 
     with pytest.raises(PolicyOptionsError, match="not a table of keys and values at the top"):
         load_policy_options(_write(tmp_path / "list.yaml", "- max_tokens: 5\n"))
@@ -187,7 +187,7 @@ def test_the_miner_takes_every_option_by_flag_variable_and_file(
 ) -> None:
     import asyncio
 
-    from shopbench.agents.options import PolicyOptionsError
+    from shopbench.agents.errors import PolicyOptionsError
     from shopbench.chat import ChatMessage
     from template.base.config import miner_config
     from template.base.miner import make_agent

@@ -24,7 +24,8 @@ from judge_agents import (
 
 from shopbench.calibration.injection import VARIANTS, inject
 from shopbench.env.env import ShoppingEnv
-from shopbench.judging.judge import Judge, JudgeError, Verdict
+from shopbench.judging.errors import JudgeError
+from shopbench.judging.judge import Judge, Verdict
 from shopbench.judging.registry import make_judge
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 from shopbench.records.trajectory import Trajectory

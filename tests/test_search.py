@@ -12,12 +12,12 @@ import typer
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
+from shopbench.catalog.errors import CatalogError, SearchError
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import parse_price
 from shopbench.catalog.search.index import MARKER, SearchIndex
 from shopbench.catalog.search.ranking import RankingConfig, RankingStats
 from shopbench.catalog.search.writer import INDEX_FORMAT as FMT
-from shopbench.errors import CatalogError, SearchError
 
 
 def row(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from shopbench.catalog.errors import SearchError
 from shopbench.catalog.schema import Product
-from shopbench.errors import SearchError
 from shopbench.outcome.grader import DEFAULT_MATCHER
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.satisfy import TitleScreen

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shopbench.errors import ImportRecordError, TaskError
+from shopbench.errors import ImportRecordError
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.io import format_task, read_tasks, write_tasks
 from shopbench.tasks.shoppingbench_format import infer_intent, task_from_record, task_to_record
 

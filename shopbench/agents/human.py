@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from shopbench.agents.errors import PlayerQuit, PlayInputError
 from shopbench.chat import MAX_TURNS, AssistantMessage, ChatMessage, FunctionCall, ToolCall
-from shopbench.errors import ShopbenchError
 
 HUMAN_TURN_TIMEOUT_S = 24 * 3600.0
 """Seconds a person may take over one turn: a day, so nobody at a prompt runs into it."""
@@ -45,14 +45,6 @@ Other commands: help, tools (the JSON schemas), prompt (the system prompt), quit
 QUIT_WORDS = ("quit", "exit")
 
 T = TypeVar("T")
-
-
-class PlayInputError(ShopbenchError):
-    """A typed line is not a tool call (bad quoting, or a word without key=value)."""
-
-
-class PlayerQuit(ShopbenchError):
-    """The person typed quit, or the input ended: the episode stops without a terminate."""
 
 
 def parse_command(line: str) -> tuple[str, dict[str, Any] | str]:

@@ -31,9 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.agents.errors import PolicyOptionsError
 from shopbench.agents.local.config import HF_PREFIX
 from shopbench.datafiles import read_mapping
-from shopbench.errors import ShopbenchError
 from shopbench.openai_compat.spec import OPENAI_PREFIX
 
 SAMPLED_TEMPERATURE = 0.6
@@ -42,11 +42,6 @@ SAMPLED_TOP_P = 0.95
 """Top-p of K > 1 samples unless one is given."""
 LOOP_OPTIONS = frozenset({"turn_timeout_s"})
 """Options of the episode loop rather than of the model: they apply to every policy."""
-
-
-class PolicyOptionsError(ShopbenchError):
-    """Policy options are refused: a config file's key or value, a template argument, or
-    options given where no model policy (hf:, openai:) is named."""
 
 
 class PolicyOptions(BaseModel):

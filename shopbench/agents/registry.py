@@ -18,6 +18,7 @@ from itertools import chain, zip_longest
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from shopbench.agents.errors import PolicySpecError
 from shopbench.agents.local.config import HF_PREFIX, check_model_dir, model_path
 from shopbench.agents.reference import (
     BlufferPolicy,
@@ -34,7 +35,6 @@ from shopbench.agents.reference import (
     ScriptedPolicy,
     TrialAndErrorPolicy,
 )
-from shopbench.errors import ShopbenchError
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
 
 if TYPE_CHECKING:
@@ -81,10 +81,6 @@ SERVABLE_ADVERSARIES: tuple[str, ...] = tuple(
 )
 """Adversary policies a miner can serve (an arena plays them when ``--policies`` names them)."""
 API_KEY_VARIABLES = ("SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
-
-
-class PolicySpecError(ShopbenchError):
-    """A policy spec names no known policy, or an OpenAI spec is malformed."""
 
 
 def policy_choices() -> str:

@@ -25,8 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
-from shopbench.archive.sink import SinkError
 from shopbench.records.trajectory import Trajectory
 
 DATASET_ROWS_PER_FILE = 100_000

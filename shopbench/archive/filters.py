@@ -32,32 +32,9 @@ from pydantic import (
     model_validator,
 )
 
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import FilterError
 from shopbench.records.task import Intent
 from shopbench.records.trajectory import TerminationReason
-
-
-class FilterError(SinkError):
-    """A query filter that is malformed: its name, the value and what is allowed.
-
-    ``filter`` is the field's name (None when the problem spans several), ``reason`` what is
-    wrong with it (without the CLI's flag name) and ``allowed`` the values it accepts when
-    they are a closed set, for callers that answer in a structured form (the HTTP API's
-    422)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        filter: str | None = None,
-        allowed: list[str] | None = None,
-        reason: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.filter = filter
-        self.allowed = allowed
-        self.reason = reason
-
 
 MAX_TEXT_CHARS = 200
 """The longest full-text search a filter takes."""

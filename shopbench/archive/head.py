@@ -20,10 +20,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.durable import replace_durably
+from shopbench.archive.errors import SinkError
 from shopbench.archive.manifest import ShardManifest, canonical_payload
 from shopbench.archive.paths import SHARD_PATH, validator_name
 from shopbench.archive.signing import Signer, Verifier
-from shopbench.archive.sink import SinkError
 
 HEAD_VERSION = 1
 HEADS_DIR = "_heads"

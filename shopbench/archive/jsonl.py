@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import SinkError
 from shopbench.records.trajectory import Trajectory
 
 TRAJECTORIES_FILE = "trajectories.jsonl"

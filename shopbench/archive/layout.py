@@ -28,7 +28,7 @@ import pyarrow as pa
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import SinkError
 from shopbench.records.trajectory import Trajectory
 
 LAYOUT_VERSION = 1

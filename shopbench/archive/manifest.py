@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.signing import Signer, Verifier
-from shopbench.archive.sink import SinkError
 
 MANIFEST_VERSION = 1
 """Version of the manifest layout below."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import UnsafePath
 
 MAX_PATH_CHARS = 512
 """The longest shard path an archive holds (a hotkey is 48 characters)."""
@@ -30,10 +30,6 @@ SHARD_PATH = re.compile(
 
 HOTKEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 """What a validator's hotkey looks like where it becomes a folder or a file name."""
-
-
-class UnsafePath(SinkError):
-    """A name from a source that is not one of the archive's own paths; never followed."""
 
 
 def shown(name: str, limit: int = 160) -> str:

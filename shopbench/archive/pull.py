@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.durable import replace_durably
+from shopbench.archive.errors import RemoteError, SinkError, UnsafePath
 from shopbench.archive.head import (
     MAX_HEAD_BYTES,
     ArchiveHead,
@@ -58,11 +59,10 @@ from shopbench.archive.manifest import (
     parse_manifest,
     verify_manifest,
 )
-from shopbench.archive.paths import UnsafePath, inside, shard_path, shown, validator_name
+from shopbench.archive.paths import inside, shard_path, shown, validator_name
 from shopbench.archive.remote import RemoteTarget
 from shopbench.archive.shards import verify_shard_file
 from shopbench.archive.signing import Verifier
-from shopbench.archive.sink import RemoteError, SinkError
 from shopbench.archive.store import EMBARGO_FILE, QUARANTINE_DIR, EmbargoState
 
 PARTIAL_SUFFIX = ".partial"
@@ -457,7 +457,7 @@ def pull(
     """Fetch and verify `validator`'s shards from `source` into `out`; see the module doc.
 
     ``on_shard(path, total)`` is called once per shard considered (for a progress bar).
-    Raises :class:`~shopbench.archive.remote.RemoteError` when the source cannot be opened
+    Raises :class:`~shopbench.archive.errors.RemoteError` when the source cannot be opened
     or listed (and SinkError for a validator hotkey that cannot name a folder); everything
     about one shard lands in the report, never raised.
     """

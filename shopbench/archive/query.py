@@ -20,10 +20,10 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
-from shopbench.archive.filters import FilterError, TraceFilter
+from shopbench.archive.errors import FilterError, QueryError, SinkError
+from shopbench.archive.filters import TraceFilter
 from shopbench.archive.reader import ShardRef, Trust, list_archive
 from shopbench.archive.signing import Verifier
-from shopbench.archive.sink import SinkError
 
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "episode_id", "validator_hotkey", "block", "epoch", "intent", "miner_uid", "agent",
@@ -43,10 +43,6 @@ _LISTS: tuple[tuple[str, str], ...] = (
     ("miner_hotkey", "miner_hotkey"), ("validator", "validator_hotkey"), ("agent", "agent"),
     ("judge_id", "judge_id"), ("termination", "termination"),
 )  # fmt: skip
-
-
-class QueryError(SinkError):
-    """The archive cannot be queried (unreadable manifest or shard, DuckDB missing)."""
 
 
 def partition_of(path: str) -> dict[str, str]:

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from shopbench.archive.errors import SinkError, UnsafePath
 from shopbench.archive.manifest import ShardManifest, verify_manifest
-from shopbench.archive.paths import UnsafePath, shard_path, shown
+from shopbench.archive.paths import shard_path, shown
 from shopbench.archive.shards import iter_manifests, verify_shard
 from shopbench.archive.signing import Verifier
-from shopbench.archive.sink import SinkError
 
 
 class ShardRef(BaseModel):

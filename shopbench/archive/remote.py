@@ -28,10 +28,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.durable import replace_durably
+from shopbench.archive.errors import RemoteError, SinkError
 from shopbench.archive.head import head_path, manifest_digest, read_local_head
 from shopbench.archive.manifest import ShardManifest, manifest_path
 from shopbench.archive.shards import iter_manifests, verify_shard
-from shopbench.archive.sink import RemoteError, SinkError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ waiting one is written with it and shares one fsync, and each caller returns onl
 frames are on disk. A kill mid-write leaves at most one torn frame at the tail;
 :func:`replay` reads the whole frames back and cuts the rest off, so the next append never
 lands behind garbage. A write that fails (disk full) is cut back to the last whole frame
-and its callers get :class:`~shopbench.archive.sink.SegmentError`: nothing they did not
+and its callers get :class:`~shopbench.archive.errors.SegmentError`: nothing they did not
 see acknowledged stays in the file.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.archive.durable import fsync_dir
-from shopbench.archive.sink import SegmentError
+from shopbench.archive.errors import SegmentError
 
 _HEADER = struct.Struct("<II")
 MAX_FRAME_BYTES = 64 * 1024 * 1024

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 import shopbench
 from shopbench.archive.durable import fsync_dir
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import (
     LAYOUT_VERSION,
     SCHEMA,
@@ -43,7 +44,6 @@ from shopbench.archive.manifest import (
     sign_manifest,
 )
 from shopbench.archive.signing import Signer
-from shopbench.archive.sink import SinkError
 from shopbench.records.trajectory import SCHEMA_VERSION, Trajectory
 
 SHARD_SUFFIX = ".parquet"

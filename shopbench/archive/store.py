@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from shopbench.archive.durable import fsync_dir, replace_durably
+from shopbench.archive.errors import RecordRefused, SegmentError, SinkError
 from shopbench.archive.head import publish_head
 from shopbench.archive.layout import partition_of
 from shopbench.archive.manifest import (
@@ -61,7 +62,6 @@ from shopbench.archive.shards import (
     verify_shard,
 )
 from shopbench.archive.signing import Signer
-from shopbench.archive.sink import RecordRefused, SegmentError, SinkError
 from shopbench.records.trajectory import Trajectory
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.registry import make_policy
 from shopbench.env.env import ShoppingEnv
-from shopbench.evaluate.runner import EvalConfig, EvalError, run_evaluation
+from shopbench.evaluate.errors import EvalError
+from shopbench.evaluate.runner import EvalConfig, run_evaluation
 from shopbench.tasks.io import read_tasks
 
 

@@ -20,9 +20,9 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from shopbench.bench.errors import LuceneError
 from shopbench.bench.lucene_docs import write_collection
 from shopbench.catalog.layout import MANIFEST
-from shopbench.errors import ShopbenchError
 
 DOC_FORMAT = 1
 """Bumped when the collection's documents change, so that cached indexes are rebuilt."""
@@ -30,10 +30,6 @@ DOC_FORMAT = 1
 SEARCH_SCRIPT = Path(__file__).with_name("lucene_search.py")
 _JDK = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 _ENV_SCRIPT = "scripts/lucene_env.sh"
-
-
-class LuceneError(ShopbenchError):
-    """The Lucene side could not be set up or stopped answering."""
 
 
 class LuceneAnswer(BaseModel):

@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.bench.stats import percentile
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import INDEX_DIR, read_manifest
 from shopbench.catalog.schema import SORTS
 from shopbench.catalog.search.index import SearchIndex
-from shopbench.errors import CatalogError
 
 _WORD = re.compile(r"[^\W_]+")
 _SAMPLE_COLUMNS = [

@@ -14,15 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+from shopbench.calibration.errors import CalibrationError
 
 Group = Literal["honest", "dishonest", "other"]
 """A policy's calibration group: its ``honest`` attribute True, False, or None."""
-
-
-class CalibrationError(ShopbenchError):
-    """A calibration cannot run: no tasks, no policies, an unknown policy, a bad option, a
-    targets file that does not load, a report that cannot be written."""
 
 
 class PolicySummary(BaseModel):

@@ -40,9 +40,9 @@ from shopbench.agents.registry import (
     honesty,
     make_policy,
 )
+from shopbench.calibration.errors import CalibrationError
 from shopbench.calibration.injection import VARIANTS, inject
 from shopbench.calibration.report import (
-    CalibrationError,
     CalibrationReport,
     Group,
     InjectionResult,

@@ -14,7 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.agents.registry import POLICY_NAMES
-from shopbench.calibration.report import CalibrationError, PolicySummary
+from shopbench.calibration.errors import CalibrationError
+from shopbench.calibration.report import PolicySummary
 from shopbench.datafiles import load_toml
 
 TARGETS_FILE = "calibration_targets.toml"

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.catalog.errors import GeneratorError
 from shopbench.catalog.gen_ids import (
     PRODUCT_ID_BASE,
     PRODUCT_ID_DOMAIN,
@@ -50,7 +51,6 @@ from shopbench.catalog.text import (
     listing_short_description,
     listing_title,
 )
-from shopbench.errors import ShopbenchError
 
 GENERATOR_VERSION = "1.0"
 
@@ -61,10 +61,6 @@ LISTING_PRICE_SIGMA = 0.08
 LISTINGS = (1, 2, 3, 4, 5, 6, 8, 10)
 LISTING_CUM = tuple(np.cumsum((0.34, 0.24, 0.16, 0.1, 0.07, 0.04, 0.03, 0.02)).tolist())
 MAX_CHUNK_SIZE = 1_000_000  # rows of one chunk are held in memory at once
-
-
-class GeneratorError(ShopbenchError):
-    """A generator request is out of range (e.g. a chunk index past the last chunk)."""
 
 
 class GeneratorConfig(BaseModel):

@@ -20,11 +20,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 import shopbench
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import FORMAT_VERSION, INDEX_DIR, CatalogManifest, write_manifest
 from shopbench.catalog.parquet import write_products
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.store import Catalog, part_name, prepare_out, publish
-from shopbench.errors import CatalogError, ImportRecordError
+from shopbench.errors import ImportRecordError
 
 _FIELDS = set(Product.model_fields)
 _SERVICE_BY_LOWER = {s.lower(): s for s in SERVICES}

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.errors import CatalogError
+from shopbench.catalog.errors import CatalogError
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.schema import Product
-from shopbench.errors import CatalogError
 
 PRODUCT_SCHEMA = pa.schema(
     [

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shopbench
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import (
     FORMAT_VERSION,
     INDEX_DIR,
@@ -35,7 +36,6 @@ from shopbench.catalog.layout import (
 )
 from shopbench.catalog.parquet import read_products, write_products
 from shopbench.catalog.schema import Product
-from shopbench.errors import CatalogError
 
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.errors import CatalogError
+from shopbench.catalog.errors import CatalogError
 
 DATA_PACKAGE = "shopbench.catalog"  # the JSON files are in its data/ folder
 FILES = (

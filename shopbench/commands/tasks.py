@@ -30,7 +30,7 @@ def import_tasks(
     strict: bool = typer.Option(False, "--strict", help="stop at the first malformed line"),
 ) -> None:
     """Read a task file, report lines read and rejected, and write the tasks that loaded."""
-    from shopbench.errors import TaskError
+    from shopbench.tasks.errors import TaskError
     from shopbench.tasks.io import TASK_FORMATS, read_tasks, write_tasks
     from shopbench.tasks.shoppingbench_format import intent_name
 
@@ -52,7 +52,7 @@ def import_tasks(
 
 
 def _intent_list(text: str) -> list[str]:
-    from shopbench.errors import TaskError
+    from shopbench.tasks.errors import TaskError
     from shopbench.tasks.shoppingbench_format import intent_name
 
     names = [x for x in (p.strip() for p in text.split(",")) if x]
@@ -101,7 +101,7 @@ def build_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from shopbench.catalog.store import Catalog
-    from shopbench.errors import TaskError
+    from shopbench.tasks.errors import TaskError
     from shopbench.tasks.generate import BuildConfig, build_tasks
     from shopbench.tasks.io import read_tasks, write_tasks
     from shopbench.tasks.split import target_groups

@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import SCHEMA, from_table, to_table
-from shopbench.archive.sink import SinkError
-from shopbench.curation.errors import CurationError
+from shopbench.curation.errors import CuratedSetError
 from shopbench.records.trajectory import Trajectory
 
 DATA_DIR = "data"
@@ -41,10 +41,6 @@ CURATED_SCHEMA = (
     .append(pa.field("turn_mask", pa.list_(pa.bool_())))
 )
 """The archive's schema plus curation's three columns."""
-
-
-class CuratedSetError(CurationError):
-    """A curated set cannot be written or read (no curated files, a file of another shape)."""
 
 
 class CuratedEpisode(BaseModel):

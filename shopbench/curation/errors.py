@@ -12,3 +12,7 @@ class CurationError(ShopbenchError):
 
 class EmptyResult(CurationError):
     """Every trajectory was dropped: there is no curated set to write."""
+
+
+class CuratedSetError(CurationError):
+    """A curated set cannot be written or read (no curated files, a file of another shape)."""

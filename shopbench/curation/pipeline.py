@@ -18,9 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import RECORD_COLUMNS, record_of, table_rows, validate_record
 from shopbench.archive.signing import Verifier
-from shopbench.archive.sink import SinkError
 from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten

@@ -20,10 +20,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import SCHEMA
 from shopbench.archive.reader import Trust, list_archive
 from shopbench.archive.signing import Verifier
-from shopbench.archive.sink import SinkError
 from shopbench.curation.errors import CurationError
 
 BATCH_ROWS = 256

@@ -1,4 +1,5 @@
-"""The distillation boundary's exceptions: every one is raised before any training starts."""
+"""The distillation layer's exception family, GRPO's included: every one is raised before any
+training starts or step runs."""
 
 from __future__ import annotations
 
@@ -23,3 +24,11 @@ class TokenizerError(DistillError):
 
 class TrainConfigError(DistillError):
     """A training config file is unreadable, or names a key or value that does not exist."""
+
+
+class RLError(DistillError):
+    """GRPO cannot go on: a bad task file, row, config or environment use."""
+
+
+class RLDataError(RLError):
+    """A task or dataset row cannot be trained on: it has no task, or a held-out one."""

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from shopbench.chat import EpisodeLimits
 from shopbench.env.episode import Episode
+from shopbench.env.errors import EnvError
 from shopbench.env.knowledge_index import KnowledgeIndex
 from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.toolkit import ToolSpec
 from shopbench.env.tools import ShopTools
-from shopbench.errors import ShopbenchError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,7 +91,7 @@ class ShoppingEnv:
         if key is None:
             key = secrets.token_bytes(KEY_BYTES)
         elif len(key) < 16:
-            raise ShopbenchError(f"an episode key needs at least 16 bytes, got {len(key)}")
+            raise EnvError(f"an episode key needs at least 16 bytes, got {len(key)}")
         return Episode(
             task=task,
             key=key,

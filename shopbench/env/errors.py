@@ -1,13 +1,24 @@
-"""Why a tool call failed: the exceptions tools raise inside an episode.
+"""The environment layer's exception family: why an episode or a tool call failed.
 
-Each carries a short `code` recorded in the episode log next to the message the agent sees;
-the episode's single boundary (:meth:`shopbench.env.episode.Episode.call`) turns them into
-error observations, so none of them ever leaves an episode.
+:class:`EnvError` is the root (an environment that cannot be set up: a short episode key, an
+unknown system prompt). :class:`ToolError` and its subclasses are what tools raise inside an
+episode. Each tool error carries a short `code` recorded in the episode log next to the
+message the agent sees; the episode's single boundary
+(:meth:`shopbench.env.episode.Episode.call`) turns them into error observations, so none of
+them ever leaves an episode.
 """
 
 from __future__ import annotations
 
-from shopbench.errors import ToolError
+from shopbench.errors import ShopbenchError
+
+
+class EnvError(ShopbenchError):
+    """The environment cannot be set up as asked; the root of the environment's errors."""
+
+
+class ToolError(EnvError):
+    """A tool call inside an episode is invalid; the episode turns it into an observation."""
 
 
 class UnknownToolError(ToolError):

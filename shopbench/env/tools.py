@@ -3,7 +3,7 @@
 Each tool is a typed method whose docstring is the description the agent reads (see
 :mod:`shopbench.env.toolkit`). Tools return the typed results of :mod:`shopbench.env.results`
 (the episode renders them to the text the agent sees) or raise a
-:class:`~shopbench.errors.ToolError` saying what was wrong. Every id a tool shows is an
+:class:`~shopbench.env.errors.ToolError` saying what was wrong. Every id a tool shows is an
 episode token; every id it accepts must be one this episode has shown.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from shopbench.catalog.errors import SearchError
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.search.filters import MAX_PAGE, parse_price
 from shopbench.chat import EpisodeLimits
@@ -28,7 +29,6 @@ from shopbench.env.results import (
 )
 from shopbench.env.tokens import TokenBook, TokenKind, token_digits
 from shopbench.env.toolkit import Toolkit, tool
-from shopbench.errors import SearchError
 
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex

@@ -18,16 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+from shopbench.evaluate.errors import IntervalError
 
 DEFAULT_RESAMPLES = 2000
 """Bootstrap resamples, unless configured otherwise."""
 DEFAULT_LEVEL = 0.95
 """Confidence level of the intervals, unless configured otherwise."""
-
-
-class IntervalError(ShopbenchError):
-    """An interval was asked of no tasks, of unpaired runs, or at a level outside (0, 1)."""
 
 
 class Estimate(BaseModel):

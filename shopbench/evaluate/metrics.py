@@ -21,12 +21,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+from shopbench.evaluate.errors import MetricError
 from shopbench.records.task import Intent
-
-
-class MetricError(ShopbenchError):
-    """A metric was asked for with arguments it is undefined for (k > n, c > n, k < 1)."""
 
 
 class Graded(Protocol):

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.evaluate.errors import EvalError
 from shopbench.evaluate.metrics import by_intent, summarize
-from shopbench.evaluate.runner import EvalError
 from shopbench.records.trajectory import TerminationReason, Trajectory
 
 TRAJECTORIES_FILE = "trajectories.jsonl"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+from shopbench.evaluate.errors import EvalError
 from shopbench.records.trajectory import Trajectory
 from shopbench.trajectory.loop import RunLimits, run_episode
 
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
 PolicyFactory = Callable[[int], "Policy"]
 """Makes the policy that plays sample k (called once per sample index)."""
-
-
-class EvalError(ShopbenchError):
-    """An evaluation cannot run: no tasks, bad sample or concurrency counts, unwritable output."""
 
 
 class EvalConfig(BaseModel):

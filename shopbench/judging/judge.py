@@ -19,14 +19,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+# JudgeError lives in shopbench.judging.errors; shopbench.commands.judge still imports it
+# from this module.
+from shopbench.judging.errors import JudgeError as JudgeError
 from shopbench.records.trajectory import Trajectory
 from shopbench.records.verdict import JudgeVerdict
-
-
-class JudgeError(ShopbenchError):
-    """A judge cannot be built: an unknown judge name, a rubric file that does not load."""
-
 
 CriterionKind = Literal["gate", "bonus"]
 

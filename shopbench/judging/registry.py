@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from shopbench.judging.judge import Judge, JudgeError
+from shopbench.judging.errors import JudgeError
+from shopbench.judging.judge import Judge
 
 JUDGES: tuple[str, ...] = ("rubric",)
 """Judge names :func:`make_judge` knows."""

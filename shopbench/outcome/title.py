@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
-from shopbench.errors import ShopbenchError
+from shopbench.outcome.errors import EmbeddingModelMissing
 
 # Phrases and words sellers add to a listing's title that say nothing about what the product
 # is. Listings of the same base product from different shops differ by these, so they are
@@ -152,10 +152,6 @@ class LexicalTitleMatcher(TitleMatcher):
 
 
 Encode = Callable[[list[str]], Sequence[Sequence[float]]]
-
-
-class EmbeddingModelMissing(ShopbenchError):
-    """The embedding matcher was asked for but its package or model is not available."""
 
 
 class EmbeddingTitleMatcher(TitleMatcher):

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.judging.errors import JudgeUnavailable
 from shopbench.judging.judge import Judge, Verdict
-from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.llm.judge import LLMJudge
 from shopbench.records.trajectory import Trajectory

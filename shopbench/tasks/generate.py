@@ -32,10 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import WINDOW
 from shopbench.catalog.store import Catalog
-from shopbench.errors import TaskError
 from shopbench.outcome.grader import grade
 from shopbench.records.task import INTENTS, Intent
 from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
 from shopbench.tasks.gen_product import constraint_kinds, draft_product
 from shopbench.tasks.gen_shop import base_key, draft_shop

@@ -16,8 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.errors import ImportRecordError, TaskError
+from shopbench.errors import ImportRecordError
 from shopbench.records.task import Intent
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.model import Task
 from shopbench.tasks.shoppingbench_format import (
     intent_name,

@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from shopbench.errors import TaskError
 from shopbench.outcome.spec import PriceBound, Slot, Voucher
 from shopbench.records.task import INTENTS, Intent
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.model import Task
 
 SLOT_KEYS: tuple[str, ...] = (

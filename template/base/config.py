@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shopbench.agents.errors import PolicyOptionsError
 from shopbench.agents.options import (
     LOOP_OPTIONS,
     PolicyOptions,
-    PolicyOptionsError,
     load_policy_options,
     parse_template_args,
 )

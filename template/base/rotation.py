@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import seed_hash
-from shopbench.errors import CatalogError
 from template.base.state import CatalogGeneration, RetiredSeed, RotationState
 from template.errors import ChainClientError
 

@@ -29,8 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.archive.errors import SinkError
 from shopbench.archive.signing import Signer, sign_trajectory
-from shopbench.archive.sink import ArchiveSink, SinkError
+from shopbench.archive.sink import ArchiveSink
 from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import episode_id

@@ -16,8 +16,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from shopbench.errors import ShopbenchError, TaskError
+from shopbench.errors import ShopbenchError
 from shopbench.records.task import Intent
+from shopbench.tasks.errors import TaskError
 from shopbench.tasks.model import Task
 
 log = logging.getLogger("template.taskbank")

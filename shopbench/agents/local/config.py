@@ -12,16 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.errors import ShopbenchError
+from shopbench.agents.errors import LocalModelError
 
 HF_PREFIX = "hf:"
 """The prefix of a local-weights policy spec: ``hf:PATH`` with PATH a model directory."""
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
 """The files of a model directory that hold its weights."""
-
-
-class LocalModelError(ShopbenchError):
-    """A local model directory cannot be played: missing, no weights, no chat template."""
 
 
 class HFPolicyConfig(BaseModel):

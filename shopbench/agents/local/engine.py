@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shopbench.agents.errors import LocalModelError
 from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
 from shopbench.agents.format.render import render_prompt
 from shopbench.agents.format.tokens import REPLY_TOKENS
-from shopbench.agents.local.config import HFPolicyConfig, LocalModelError, check_model_dir
+from shopbench.agents.local.config import HFPolicyConfig, check_model_dir
 from shopbench.chat import ChatMessage
 
 MIN_CACHED_PREFIX = 32

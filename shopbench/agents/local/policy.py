@@ -14,9 +14,10 @@ import hashlib
 import weakref
 from typing import Any
 
+from shopbench.agents.errors import LocalModelError
 from shopbench.agents.format.parse import parse_generation
 from shopbench.agents.local.batcher import Batcher
-from shopbench.agents.local.config import HFPolicyConfig, LocalModelError
+from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
 from shopbench.chat import AssistantMessage, ChatMessage
 

@@ -19,8 +19,7 @@ from shopbench.archive.api import mirror, pages, routes
 from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.api.guard import Guard
 from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.filters import FilterError
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import FilterError, NotFound, SinkError
 
 
 def _wants_html(request: Request) -> bool:
@@ -72,8 +71,8 @@ def create_app(config: ApiConfig, index: ArchiveIndex | None = None) -> Any:
             return pages.error_page(index, 422, "; ".join(x["msg"] for x in errors))
         return JSONResponse({"detail": errors}, status_code=422)
 
-    @app.exception_handler(routes.NotFound)
-    async def not_found(request: Request, e: routes.NotFound) -> Response:
+    @app.exception_handler(NotFound)
+    async def not_found(request: Request, e: NotFound) -> Response:
         if _wants_html(request):
             return pages.error_page(index, 404, str(e))
         return JSONResponse({"detail": str(e)}, status_code=404)

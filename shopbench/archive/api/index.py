@@ -20,10 +20,11 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
+from shopbench.archive.errors import QueryError
 from shopbench.archive.filters import TraceFilter
 from shopbench.archive.layout import from_table
 from shopbench.archive.manifest import ShardManifest
-from shopbench.archive.query import Cursor, EmbargoView, QueryError, ShardRef, query, scan
+from shopbench.archive.query import Cursor, EmbargoView, ShardRef, query, scan
 from shopbench.archive.reader import Dropped, Trust, list_archive
 from shopbench.archive.store import EmbargoState, load_embargo
 from shopbench.records.trajectory import Trajectory

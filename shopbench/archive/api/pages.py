@@ -18,8 +18,9 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.api.routes import ID_PATTERN, NotFound, encode_cursor, read_request
+from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
+from shopbench.archive.errors import NotFound
 from shopbench.archive.filters import TraceFilter
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory

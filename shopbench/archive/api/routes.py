@@ -31,20 +31,16 @@ from shopbench.archive.api.exports import (
 )
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
-from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, FilterError, TraceFilter
+from shopbench.archive.errors import FilterError, NotFound
+from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, TraceFilter
 from shopbench.archive.layout import from_table, record_json_sql
 from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor
-from shopbench.errors import ShopbenchError
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 """What an episode or task id in a path looks like; anything else is a 422."""
 PAGE_PARAMETERS = ("cursor", "limit", "format")
 EPISODE_FORMATS = ("json", "jsonl", "trl", "eval")
-
-
-class NotFound(ShopbenchError):
-    """An id the archive does not publish (unknown or embargoed: the answer is the same)."""
 
 
 class Page(BaseModel):

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from shopbench.archive.sink import SinkError
+from shopbench.archive.errors import SinkError
 
 
 def proxy_options(trusted_proxies: Sequence[str]) -> dict[str, Any]:

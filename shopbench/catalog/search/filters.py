@@ -1,8 +1,9 @@
 """Checking the arguments of a search: price ranges, services, shop ids, sorts and pages.
 
 Each function returns the value in the form the index uses, or raises
-:class:`~shopbench.errors.SearchError` with a one-line message naming the argument, the value
-given and what is allowed, so the message can go back to an agent or a user unchanged.
+:class:`~shopbench.catalog.errors.SearchError` with a one-line message naming the argument,
+the value given and what is allowed, so the message can go back to an agent or a user
+unchanged.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from shopbench.catalog.errors import SearchError
 from shopbench.catalog.schema import SERVICES, SORTS
-from shopbench.errors import SearchError
 
 PriceRange = tuple[float | None, float | None]
 """(low, high), both inclusive; None leaves that side open."""

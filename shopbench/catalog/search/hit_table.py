@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.search.fields import service_bits
-from shopbench.errors import CatalogError
 
 HITS_FILE = "hits.arrow"
 _PENDING = "hits.pending.arrows"

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import tantivy
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search import fields as F
 from shopbench.catalog.search.analysis import query_terms
@@ -54,7 +55,6 @@ from shopbench.catalog.search.ranking import (
     RankingStats,
 )
 from shopbench.catalog.search.writer import INDEX_FORMAT, MARKER, IndexWriter
-from shopbench.errors import CatalogError
 
 __all__ = ["IndexWriter", "SearchHit", "SearchIndex", "TitledHit", "parse_price"]
 

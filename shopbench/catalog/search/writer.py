@@ -12,10 +12,10 @@ import pyarrow as pa
 import tantivy
 from pydantic import ValidationError
 
+from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search import fields as F
 from shopbench.catalog.search.hit_table import HitTableWriter
-from shopbench.errors import CatalogError
 
 INDEX_FORMAT = 3
 """Version of the schema and analysis; an index of another version must be rebuilt."""

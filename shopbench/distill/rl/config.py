@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import MAX_TURNS
 from shopbench.distill.config import load_config
-from shopbench.distill.rl.errors import RLError
+from shopbench.distill.errors import RLError
 
 Auto = Literal["auto"]
 LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo"]

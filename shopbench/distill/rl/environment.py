@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shopbench.distill.rl.errors import RLDataError, RLError
+from shopbench.distill.errors import RLDataError, RLError
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.tools import ShopTools
 from shopbench.tasks.model import Task

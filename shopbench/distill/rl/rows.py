@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shopbench.distill.errors import RLDataError
 from shopbench.distill.rl.environment import environment_name, parse_row_task
-from shopbench.distill.rl.errors import RLDataError
 from shopbench.errors import ShopbenchError
 from shopbench.tasks.model import Task
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.distill.errors import RLError
 from shopbench.distill.rl.config import RLConfig
 from shopbench.distill.rl.environment import ENVIRONMENTS, shared_env
-from shopbench.distill.rl.errors import RLError
 from shopbench.distill.rl.rewards import judge_reward, outcome_reward, viewed_slots_reward
 from shopbench.distill.rl.rows import build_rows, read_rows
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-from shopbench.errors import ShopbenchError
+from shopbench.env.errors import EnvError
 
 SYSTEM_PROMPT_VERSION = "v1"
 
 
 @cache
 def load_system_prompt(version: str = SYSTEM_PROMPT_VERSION) -> str:
-    """The text of `system_<version>.txt`; ShopbenchError naming the known versions if absent."""
+    """The text of `system_<version>.txt`; EnvError naming the known versions if absent."""
     name = f"system_{version}.txt"
     folder = resources.files(__name__)
     path = folder / name
@@ -25,7 +25,7 @@ def load_system_prompt(version: str = SYSTEM_PROMPT_VERSION) -> str:
             for p in folder.iterdir()
             if p.name.startswith("system_") and p.name.endswith(".txt")
         )
-        raise ShopbenchError(f"unknown system prompt version {version!r}; known: {known}")
+        raise EnvError(f"unknown system prompt version {version!r}; known: {known}")
     return path.read_text(encoding="utf-8").strip()
 
 

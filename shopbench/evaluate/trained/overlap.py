@@ -24,15 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.curation.config import ContaminationParams
 from shopbench.curation.contamination import TestSet
-from shopbench.errors import ShopbenchError
+from shopbench.evaluate.errors import TrainingSetError
 
 _DEFAULTS = ContaminationParams()
 DEFAULT_THRESHOLD: float = _DEFAULTS.threshold
 _DATA_SUFFIXES = (".jsonl", ".parquet")
-
-
-class TrainingSetError(ShopbenchError):
-    """A training set file cannot be read, or holds no query."""
 
 
 class Contamination(BaseModel):

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shopbench.archive.durable import replace_durably
+from shopbench.evaluate.errors import ModelEvalError
 from shopbench.evaluate.intervals import Estimate
-from shopbench.evaluate.trained.run import ModelEvalError, ModelEvalReport
+from shopbench.evaluate.trained.run import ModelEvalReport
 from shopbench.evaluate.trained.table import MetricTable, metric_names
 from shopbench.records.trajectory import Trajectory
 

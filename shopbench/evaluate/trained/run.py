@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import API_KEY_VARIABLES, check_spec, make_policy
 from shopbench.errors import ShopbenchError
+from shopbench.evaluate.errors import ModelEvalError
 from shopbench.evaluate.intervals import BootstrapConfig
 from shopbench.evaluate.runner import EvalConfig, run_evaluation
 from shopbench.evaluate.trained.overlap import (
@@ -37,10 +38,6 @@ from shopbench.trajectory.loop import RunLimits
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.model import Task
-
-class ModelEvalError(ShopbenchError):
-    """A model evaluation cannot run: a model that is not what it is named, bad options."""
-
 
 class ModelEvalConfig(BaseModel):
     """What ``distill eval`` runs."""

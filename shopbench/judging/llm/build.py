@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shopbench.judging.errors import JudgeSpecError
 from shopbench.judging.llm.cache import DiskCache, VerdictCache
 from shopbench.judging.llm.client import Sleep
 from shopbench.judging.llm.config import (
@@ -30,7 +31,6 @@ from shopbench.judging.llm.config import (
     LLMJudgeConfig,
     parse_judge_spec,
 )
-from shopbench.judging.llm.errors import JudgeSpecError
 from shopbench.judging.llm.judge import LLMJudge
 from shopbench.judging.rubric.judge import load_rubric
 from shopbench.openai_compat.keys import api_key_from_env

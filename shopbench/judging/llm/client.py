@@ -4,8 +4,9 @@ Requests go through :class:`~shopbench.openai_compat.client.OpenAIClient` with t
 timeouts and retries: timeouts, refused connections, 5xx and bodies that are not JSON are
 transient and retried with exponential backoff; a 429 (or 503) is retried after the
 server's ``Retry-After`` when it gives one (capped); other 4xx are not retried. The wait is
-injectable so tests never sleep. A failure reaches the judge as :class:`Failure`, a
-:class:`~shopbench.judging.llm.errors.JudgeUnavailable` with the same kind.
+injectable so tests never sleep. A failure reaches the judge as
+:class:`~shopbench.judging.errors.Failure`, a
+:class:`~shopbench.judging.errors.JudgeUnavailable` with the same kind.
 """
 
 from __future__ import annotations
@@ -13,22 +14,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from shopbench.judging.errors import Failure
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
-from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.openai_compat.client import OpenAIClient, Sleep
 from shopbench.openai_compat.errors import EndpointFailure
 
-__all__ = ["Failure", "JudgeClient", "Sleep"]
-
-
-class Failure(JudgeUnavailable):
-    """One failed request; `status` and `body` are the server's answer, when it gave one."""
-
-    def __init__(self, failure: EndpointFailure) -> None:
-        super().__init__(failure.kind, str(failure), transient=failure.transient)
-        self.retry_after = failure.retry_after
-        self.status = failure.status
-        self.body = failure.body
+__all__ = ["JudgeClient", "Sleep"]
 
 
 class JudgeClient:
@@ -50,8 +41,8 @@ class JudgeClient:
     async def chat(self, endpoint: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
         """The parsed JSON body of a successful chat completion, after bounded retries.
 
-        Raises :class:`Failure` with the last failure once the retries are spent, or at
-        once for a failure that is not transient.
+        Raises :class:`~shopbench.judging.errors.Failure` with the last failure once the
+        retries are spent, or at once for a failure that is not transient.
         """
         return await _judged(self._client.chat(endpoint.base_url, body, api_key=endpoint.api_key))
 

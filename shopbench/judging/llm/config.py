@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.judging.llm.errors import JudgeSpecError
+from shopbench.judging.errors import JudgeSpecError
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
 from shopbench.openai_compat.config import EndpointSettings
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec

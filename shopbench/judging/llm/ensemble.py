@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from shopbench.judging.errors import JudgeUnavailable
 from shopbench.judging.judge import CriterionResult, Verdict
-from shopbench.judging.llm.errors import JudgeUnavailable
 from shopbench.judging.llm.reply import Judgement
 from shopbench.judging.rubric.judge import Rubric
 

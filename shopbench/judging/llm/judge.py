@@ -6,7 +6,7 @@ token budget, check each endpoint serves the pinned model (``/v1/models``, remem
 while), ask every usable endpoint at temperature 0 for a JSON-schema judgement of each rubric
 criterion (reason first), score each answer with the rubric's rule, and take the median.
 
-:meth:`LLMJudge.assess` raises :class:`~shopbench.judging.llm.errors.JudgeUnavailable` when
+:meth:`LLMJudge.assess` raises :class:`~shopbench.judging.errors.JudgeUnavailable` when
 no verdict can be had in time; :meth:`LLMJudge.ajudge` and :meth:`LLMJudge.judge` (the
 :class:`~shopbench.judging.judge.Judge` protocol) never do: they answer with the rubric's
 verdict and record the fallback in it.
@@ -21,12 +21,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from shopbench.judging.errors import Failure, JudgeSpecError, JudgeUnavailable
 from shopbench.judging.judge import Judge, Verdict
 from shopbench.judging.llm.cache import MemoryCache, VerdictCache, cache_key
-from shopbench.judging.llm.client import Failure, JudgeClient, Sleep
+from shopbench.judging.llm.client import JudgeClient, Sleep
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
 from shopbench.judging.llm.ensemble import Member, median_verdict, score_judgement
-from shopbench.judging.llm.errors import JudgeSpecError, JudgeUnavailable
 from shopbench.judging.llm.facts import facts_text
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.llm.identity import IdentityCheck, check_identity, served_models

@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from string import Template
 
-from shopbench.judging.llm.errors import JudgeSpecError
+from shopbench.judging.errors import JudgeSpecError
 from shopbench.judging.llm.release import JudgeRelease
 from shopbench.judging.llm.truncate import fit
 from shopbench.judging.llm.view import Block, View

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.agents.format.markers import THINK_CLOSE, THINK_OPEN
-from shopbench.judging.llm.errors import JudgeUnavailable
+from shopbench.judging.errors import JudgeUnavailable
 
 SCHEMA_NAME = "shopbench_judgement"
 MAX_REASON_CHARS = 600  # a reason is kept up to this length in the verdict

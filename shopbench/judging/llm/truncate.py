@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from shopbench.judging.llm.errors import JudgeUnavailable
+from shopbench.judging.errors import JudgeUnavailable
 from shopbench.judging.llm.view import Part, View
 
 OBSERVATION_FLOOR = 400  # characters an observation keeps in stage 2

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.datafiles import load_toml
-from shopbench.judging.judge import JudgeError
+from shopbench.judging.errors import JudgeError
 from shopbench.judging.rubric.checks import CHECKS, RubricParams
 from shopbench.judging.rubric.evidence import EvidenceRules
 from shopbench.judging.rubric.grounding import GroundingRules

@@ -1,17 +1,21 @@
-"""The LLM judge's exceptions.
+"""The judging layer's exception family.
 
+:class:`JudgeError` is the root: a judge cannot be built (an unknown judge name, a rubric file
+that does not load). The LLM judge's errors are :class:`LLMJudgeError` and its subclasses:
 :class:`JudgeSpecError` is a configuration mistake (a malformed ``openai:MODEL@URL``, an
 endpoint that names another model than the release's); the CLI prints it as one line.
 :class:`JudgeUnavailable` says the judge could not give a verdict this time — endpoint down,
 slow, rate-limited, a reply that is not a judgement, a server serving another model — and
 what kind of failure it was; callers answer it with the rubric's verdict (a *fallback*).
+:class:`Failure` is a failed endpoint request in those terms.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from shopbench.judging.judge import JudgeError
+from shopbench.errors import ShopbenchError
+from shopbench.openai_compat.errors import EndpointFailure
 
 FailureKind = Literal[
     "down",  # refused, unreachable, or a 5xx status
@@ -24,6 +28,11 @@ FailureKind = Literal[
     "model_mismatch",  # /v1/models shows another model, revision or a short context
     "deadline",  # the judgement's or the round's time ran out
 ]
+
+
+class JudgeError(ShopbenchError):
+    """A judge cannot be built: an unknown judge name, a rubric file that does not load; the
+    root of the judging layer's errors."""
 
 
 class LLMJudgeError(JudgeError):
@@ -41,3 +50,13 @@ class JudgeUnavailable(LLMJudgeError):
         super().__init__(message)
         self.kind: FailureKind = kind
         self.transient = transient
+
+
+class Failure(JudgeUnavailable):
+    """One failed request; `status` and `body` are the server's answer, when it gave one."""
+
+    def __init__(self, failure: EndpointFailure) -> None:
+        super().__init__(failure.kind, str(failure), transient=failure.transient)
+        self.retry_after = failure.retry_after
+        self.status = failure.status
+        self.body = failure.body

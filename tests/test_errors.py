@@ -1,0 +1,128 @@
+"""One exception family per layer: every exception class shopbench defines derives from
+:class:`~shopbench.errors.ShopbenchError` and from its package's one root, lives in that
+package's ``errors.py``, and is named in the table of ``shopbench/errors.py``."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from types import ModuleType
+
+import pytest
+
+import shopbench
+import shopbench.errors
+from shopbench.errors import ShopbenchError
+
+
+def _modules() -> list[ModuleType]:
+    names = [i.name for i in pkgutil.walk_packages(shopbench.__path__, "shopbench.")]
+    return [importlib.import_module(n) for n in ["shopbench", *names]]
+
+
+def _package(module: ModuleType) -> str | None:
+    """The package of shopbench/ a module belongs to; None for the top-level modules."""
+    parts = module.__name__.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and hasattr(module, "__path__")):
+        return parts[1]
+    return None
+
+
+def _exceptions() -> dict[type[BaseException], str | None]:
+    """Every exception class defined in a module of shopbench, with the module's package."""
+    found: dict[type[BaseException], str | None] = {}
+    for module in _modules():
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, BaseException) and cls.__module__ == module.__name__:
+                found[cls] = _package(module)
+    return found
+
+
+EXCEPTIONS = _exceptions()
+
+
+def _roots() -> dict[str | None, list[type[BaseException]]]:
+    roots: dict[str | None, list[type[BaseException]]] = {}
+    for cls, package in EXCEPTIONS.items():
+        if package is not None and ShopbenchError in cls.__bases__:
+            roots.setdefault(package, []).append(cls)
+    return roots
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def test_the_walk_finds_the_families() -> None:
+    # a walk that imported nothing would pass every test below
+    names = {cls.__name__ for cls in EXCEPTIONS}
+    assert {"ShopbenchError", "CatalogError", "ToolError", "SinkError", "JudgeError"} <= names
+
+
+def test_every_exception_class_derives_from_shopbench_error() -> None:
+    stray = sorted(_name(c) for c in EXCEPTIONS if not issubclass(c, ShopbenchError))
+    assert not stray, f"exception classes outside the ShopbenchError family: {stray}"
+
+
+def test_each_package_has_one_root_in_its_errors_module() -> None:
+    roots = _roots()
+    several = {p: sorted(_name(c) for c in cs) for p, cs in roots.items() if len(cs) > 1}
+    assert not several, f"packages with more than one root (direct ShopbenchError child): {several}"
+    packages = {p for p in EXCEPTIONS.values() if p is not None}
+    rootless = sorted(packages - set(roots))
+    assert not rootless, f"packages whose exceptions have no root of their own: {rootless}"
+    misplaced = {
+        p: _name(cs[0]) for p, cs in roots.items() if cs[0].__module__ != f"shopbench.{p}.errors"
+    }
+    assert not misplaced, f"roots outside their package's errors.py: {misplaced}"
+
+
+def test_every_exception_class_derives_from_its_package_root_and_lives_beside_it() -> None:
+    roots = {p: cs[0] for p, cs in _roots().items()}
+    outside = sorted(
+        f"{_name(c)} (root {_name(roots[p])})"
+        for c, p in EXCEPTIONS.items()
+        if p is not None and p in roots and not issubclass(c, roots[p])
+    )
+    assert not outside, f"exception classes outside their package's family: {outside}"
+    elsewhere = sorted(
+        _name(c)
+        for c, p in EXCEPTIONS.items()
+        if c.__module__ != (f"shopbench.{p}.errors" if p else "shopbench.errors")
+    )
+    assert not elsewhere, f"exception classes outside their package's errors.py: {elsewhere}"
+
+
+@pytest.mark.parametrize("cls", sorted(EXCEPTIONS, key=_name), ids=_name)
+def test_the_table_in_shopbench_errors_names_every_class(cls: type[BaseException]) -> None:
+    doc = shopbench.errors.__doc__ or ""
+    assert re.search(rf"(?<![\w.]){re.escape(cls.__name__)}(?!\w)", doc), (
+        f"{_name(cls)} is missing from the family table in shopbench/errors.py"
+    )
+
+
+def _table_rows() -> list[list[str]]:
+    """The cells of the grid table in shopbench/errors.py, each cell's lines joined."""
+    rows: list[list[str]] = []
+    cells: list[list[str]] = []
+    for line in (shopbench.errors.__doc__ or "").splitlines():
+        if line.startswith("+"):
+            if cells:
+                rows.append([" ".join(" ".join(c).split()) for c in cells])
+            cells = []
+        elif line.startswith("|"):
+            parts = [part.strip() for part in line.strip("|").split(" | ")]
+            cells = cells or [[] for _ in parts]
+            for cell, part in zip(cells, parts, strict=True):
+                cell.append(part)
+    return rows
+
+
+def test_the_table_names_each_package_with_its_root() -> None:
+    first = [row[0] for row in _table_rows()]
+    for package, (root,) in _roots().items():
+        assert any(c.startswith(f"``{package}.errors`` → {root.__name__}") for c in first), (
+            f"no row ``{package}.errors`` → {root.__name__} in shopbench/errors.py's table"
+        )
