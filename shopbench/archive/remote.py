@@ -66,6 +66,31 @@ class RemoteTarget(BaseModel):
         return fs, root.rstrip("/")
 
 
+class ArchiveSource(BaseModel):
+    """Where an archive is read from — a local folder, or a URL to pull from (``s3://``,
+    ``file://``, ``http(s)://`` another instance of the service) — and the validator whose
+    key its shards must carry. Every command that reads an archive takes one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    location: str = Field(description="an archive folder, or a URL to pull from")
+    validator: str | None = Field(
+        default=None, description="the publishing validator's hotkey its shards must carry"
+    )
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict, description="options of a URL's filesystem (endpoint, keys)"
+    )
+
+    @property
+    def is_url(self) -> bool:
+        """Whether the archive is pulled from a URL rather than read where it is."""
+        return "://" in self.location
+
+    def target(self) -> RemoteTarget:
+        """The source as a :class:`RemoteTarget` to pull from."""
+        return RemoteTarget(url=self.location, storage_options=self.storage_options)
+
+
 def parse_storage_options(pairs: list[str], endpoint_url: str | None = None) -> dict[str, Any]:
     """Storage options from ``KEY=VALUE`` strings (values ``true``/``false`` become
     booleans) plus an optional S3 endpoint; :class:`RemoteError` names a malformed pair."""

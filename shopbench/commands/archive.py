@@ -15,27 +15,24 @@ from typing import Any
 import typer
 
 from shopbench.archive.api.config import ApiConfig
+from shopbench.archive.errors import ArchiveError
+from shopbench.archive.remote import ArchiveSource
+from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
-from shopbench.errors import ShopbenchError
 
 archive_app = typer.Typer(help="The trace archive's read-only API and browser.",
                           no_args_is_help=True)  # fmt: skip
 _API = Flags(ApiConfig)
 
 
-def _is_url(root: str) -> bool:
-    return "://" in root
-
-
-def _pulled(root: str, validator: str | None, cache: Path | None, endpoint_url: str | None) -> Path:
-    """`root` (a URL) pulled and verified into the cache folder; BadParameter without
+def _pulled(source: ArchiveSource, cache: Path | None) -> Path:
+    """The source (a URL) pulled and verified into the cache folder; BadParameter without
     ``--validator``."""
     from shopbench.archive.pull import pull
-    from shopbench.archive.remote import RemoteTarget, parse_storage_options
     from shopbench.commands.traces_pull import say_pull_problems
     from template.signing import HotkeyVerifier
 
-    if not validator:
+    if not source.validator:
         raise typer.BadParameter(
             "serving a URL pulls it first: name the publishing validator's hotkey",
             param_hint="--validator",
@@ -46,29 +43,27 @@ def _pulled(root: str, validator: str | None, cache: Path | None, endpoint_url: 
         / ".cache"
         / "shopbench"
         / "served"
-        / hashlib.sha256(root.encode()).hexdigest()[:16]
+        / hashlib.sha256(source.location.encode()).hexdigest()[:16]
     )
-    target = RemoteTarget(url=root, storage_options=parse_storage_options([], endpoint_url))
-    report = pull(target, folder, validator=validator, verifier=HotkeyVerifier())
-    say_pull_problems(report, validator)
+    report = pull(source.target(), folder, validator=source.validator, verifier=HotkeyVerifier())
+    say_pull_problems(report, source.validator)
     typer.echo(f"pulled {len(report.fetched)} shards ({report.rows} episodes) into {folder}",
                err=True)  # fmt: skip
     return folder
 
 
+_SERVED = archive_source_block(
+    "--root", "archive folder, or a URL to pull and serve",
+    validator_help="the publishing validator's hotkey: a URL root is pulled and verified "
+    "against it, a folder is served with only that validator's verified shards",
+)  # fmt: skip
+
+
+@takes(_SERVED)
 def serve_command(
-    root: str = typer.Option(..., "--root", help="archive folder, or a URL to pull and serve"),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="port to listen on"),
-    validator: str | None = typer.Option(
-        None, "--validator",
-        help="the publishing validator's hotkey: a URL root is pulled and verified against it, "
-        "a folder is served with only that validator's verified shards",
-    ),
     cache: Path | None = typer.Option(None, "--cache", help="for a URL root: where to pull it"),
-    endpoint_url: str | None = typer.Option(
-        None, "--endpoint-url", help="for an s3:// root: the S3-compatible endpoint"
-    ),
     rate: float = _API.option("rate_per_s", "--rate"),
     burst: int = _API.option("burst", "--burst"),
     page_size: int = _API.option("page_size", "--page-size"),
@@ -77,6 +72,7 @@ def serve_command(
         help="a reverse proxy's address or CIDR network whose X-Forwarded-For is read as the "
         "client (repeat for several); by default the header is ignored",
     ),
+    source: ArchiveSource | None = None,
 ) -> None:
     """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
     try:
@@ -85,12 +81,14 @@ def serve_command(
         from shopbench.archive.api.app import create_app
         from shopbench.archive.api.server import proxy_options
     except ImportError as e:
-        raise ShopbenchError(
+        raise ArchiveError(
             f"archive serve needs the api extra: pip install -e '.[api]' ({e})"
         ) from None
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
 
-    folder = _pulled(root, validator, cache, endpoint_url) if _is_url(root) else Path(root)
+    assert source is not None  # the block builds it
+    validator = source.validator
+    folder = _pulled(source, cache) if source.is_url else Path(source.location)
     if not folder.is_dir():
         raise typer.BadParameter(f"{folder}: no archive here (not a directory)",
                                  param_hint="--root")  # fmt: skip

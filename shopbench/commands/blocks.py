@@ -102,3 +102,38 @@ def model_options(
         text = (info.description or name.replace("_", " ")) + (suffix(name) if suffix else "")
         out.append(option(name, annotation, typer.Option(None, help=text)))
     return out
+
+
+ENDPOINT_HELP = "S3-compatible endpoint (R2, MinIO, a local server) for s3:// URLs"
+STORAGE_OPTION_HELP = "fsspec storage option KEY=VALUE (repeatable), e.g. key=…, secret=…"
+
+
+def archive_source_block(
+    flag: str, help: str, *, validator_required: bool = False, validator_help: str | None = None
+) -> Block:
+    """An archive source and its validator key as one block, built into ``source``
+    (:class:`~shopbench.archive.remote.ArchiveSource`): the location under `flag`, then
+    ``--validator``, ``--endpoint-url`` and ``--storage-option``, the same on every command
+    that reads an archive."""
+    from shopbench.archive.remote import ArchiveSource, parse_storage_options
+
+    vhelp = validator_help or ArchiveSource.model_fields["validator"].description
+    parameters = [
+        option("location", str, typer.Option(..., flag, help=help)),
+        option("validator", str if validator_required else str | None,
+               typer.Option(... if validator_required else None, "--validator", help=vhelp)),
+        option("endpoint_url", str | None, typer.Option(None, "--endpoint-url",
+                                                        help=ENDPOINT_HELP)),
+        option("storage_option", list[str], typer.Option([], "--storage-option",
+                                                         help=STORAGE_OPTION_HELP)),
+    ]  # fmt: skip
+
+    def build(
+        location: str, validator: str | None, endpoint_url: str | None, storage_option: list[str]
+    ) -> ArchiveSource:
+        return ArchiveSource(
+            location=location, validator=validator,
+            storage_options=parse_storage_options(storage_option, endpoint_url),
+        )  # fmt: skip
+
+    return Block("source", parameters, build)

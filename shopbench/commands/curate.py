@@ -7,21 +7,23 @@ from pathlib import Path
 
 import typer
 
+from shopbench.archive.remote import ArchiveSource
 from shopbench.bench.contamination import ContaminationBenchConfig
 from shopbench.bench.curate import CurateBenchConfig
+from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
 
 _BENCH = Flags(CurateBenchConfig)
 _CONTAMINATION = Flags(ContaminationBenchConfig)
 
 
+@takes(archive_source_block(
+    "--archive", "archive root (the store's directory), or a URL to pull from "
+    "(s3://bucket/prefix, file:///path, http(s)://HOST; needs --validator)",
+    validator_help="the publishing validator's hotkey: a URL is pulled and verified against "
+    "it, a folder is read with only that validator's verified shards",
+))  # fmt: skip
 def curate_command(
-    archive: str = typer.Option(
-        ...,
-        "--archive",
-        help="archive root (the store's directory), or a URL to pull from "
-        "(s3://bucket/prefix, file:///path; needs --validator)",
-    ),  # fmt: skip
     out: Path = typer.Option(..., "--out", help="folder for data/, report.json, report.md"),
     config: Path | None = typer.Option(
         None, "--config", help="curation config (TOML; default: the release's curate.toml)"
@@ -37,10 +39,8 @@ def curate_command(
         help="task file whose queries must not be trained on (ShoppingBench's "
         "test files or ours; repeatable, added to the config's)",
     ),  # fmt: skip
-    validator: str | None = typer.Option(
-        None, "--validator", help="the publishing validator's hotkey (for an --archive URL)"
-    ),
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of a summary"),
+    source: ArchiveSource | None = None,
 ) -> None:
     """Filter an archive into a curated training set: every drop named with its rule and
     reason, recovery episodes tagged and weighted, contamination counted; exit 2 when
@@ -52,7 +52,8 @@ def curate_command(
 
     cfg = load_config(config).with_test_sets([str(p) for p in test_set])
     known = load_truth(truth) if truth is not None else None
-    report = curate(archive, out, cfg, verifier=HotkeyVerifier(), truth=known, validator=validator)
+    assert source is not None  # the block builds it
+    report = curate(source, out, cfg, verifier=HotkeyVerifier(), truth=known)
     if as_json:
         typer.echo(report.model_dump_json())
         return

@@ -31,7 +31,7 @@ def load_tasks(  # type: ignore[no-untyped-def]
     and the tasks; rejected task lines are reported, none loaded is fatal."""
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.runner import EvalError
+    from shopbench.evaluate.errors import EvalError
     from shopbench.tasks.io import read_tasks
 
     env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=max_turns) if max_turns else None)

@@ -59,7 +59,7 @@ def calibrate_command(
     from shopbench.calibration.report import write_report
     from shopbench.calibration.run import run_calibration
     from shopbench.env.env import ShoppingEnv
-    from shopbench.judging.judge import JudgeError
+    from shopbench.judging.errors import JudgeError
     from shopbench.judging.registry import JUDGES
     from shopbench.scoring.consensus import ConsensusConfig
     from shopbench.tasks.io import read_tasks
@@ -140,7 +140,7 @@ def show_command(
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
     from shopbench.datafiles import read_text
-    from shopbench.judging.judge import JudgeError
+    from shopbench.judging.errors import JudgeError
     from shopbench.judging.registry import make_judge
 
     j = make_judge(judge, str(rubric) if rubric else None)

@@ -14,18 +14,23 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from shopbench.archive.remote import ArchiveSource
+from shopbench.commands.blocks import (
+    ENDPOINT_HELP,
+    STORAGE_OPTION_HELP,
+    archive_source_block,
+    takes,
+)
+
 if TYPE_CHECKING:
     from shopbench.archive.pull import PullReport
 
-_ENDPOINT_HELP = "S3-compatible endpoint (R2, MinIO, a local server) for s3:// URLs"
-_OPTION_HELP = "fsspec storage option KEY=VALUE (repeatable), e.g. key=…, secret=…"
 
-
+@takes(archive_source_block(
+    "--from", "s3://bucket/prefix, file:///path, DIR, or http(s)://HOST (a server)",
+    validator_required=True,
+))  # fmt: skip
 def pull_command(
-    source: str = typer.Option(
-        ..., "--from", help="s3://bucket/prefix, file:///path, DIR, or http(s)://HOST (a server)"
-    ),
-    validator: str = typer.Option(..., "--validator", help="the publishing validator's hotkey"),
     out: Path = typer.Option(..., "--out", help="local folder to pull into"),
     since: int | None = typer.Option(
         None, "--since", min=0, help="only shards holding an episode at or after this block"
@@ -34,15 +39,13 @@ def pull_command(
     on_date: list[str] = typer.Option(
         [], "--date", help="only this UTC date, YYYY-MM-DD (repeatable)"
     ),
-    endpoint_url: str | None = typer.Option(None, "--endpoint-url", help=_ENDPOINT_HELP),
-    storage_option: list[str] = typer.Option([], "--storage-option", help=_OPTION_HELP),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    source: ArchiveSource | None = None,
 ) -> None:
     """Fetch one validator's shards, verifying each manifest's signature, each shard's sha256
     and the validator's signed head; resume partial downloads, skip what is held, deliver every
     intact shard, and exit 1 naming what was refused, withheld or failed."""
     from shopbench.archive.pull import PullFilters, pull
-    from shopbench.archive.remote import RemoteTarget, parse_storage_options
     from shopbench.commands.progress import progress_bar
     from template.signing import HotkeyVerifier
 
@@ -50,9 +53,8 @@ def pull_command(
         dates = tuple(date.fromisoformat(d) for d in on_date)
     except ValueError as e:
         raise typer.BadParameter(f"{e}; expected YYYY-MM-DD", param_hint="--date") from None
-    target = RemoteTarget(
-        url=source, storage_options=parse_storage_options(storage_option, endpoint_url)
-    )
+    assert source is not None and source.validator is not None  # the block requires both
+    validator, target = source.validator, source.target()
     filters = PullFilters(since_block=since, intents=tuple(intent), dates=dates)
     with progress_bar() as bar:
         task = bar.add_task("pull", total=None)
@@ -94,8 +96,8 @@ def say_pull_problems(report: PullReport, validator: str) -> None:
 def publish_command(
     root: Path = typer.Argument(..., help="the local archive root"),
     to: str = typer.Option(..., "--to", help="s3://bucket/prefix, file:///path or DIR"),
-    endpoint_url: str | None = typer.Option(None, "--endpoint-url", help=_ENDPOINT_HELP),
-    storage_option: list[str] = typer.Option([], "--storage-option", help=_OPTION_HELP),
+    endpoint_url: str | None = typer.Option(None, "--endpoint-url", help=ENDPOINT_HELP),
+    storage_option: list[str] = typer.Option([], "--storage-option", help=STORAGE_OPTION_HELP),
     as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
 ) -> None:
     """Upload the archive's sealed public shards the destination lacks, each shard before its

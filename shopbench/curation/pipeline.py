@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import RECORD_COLUMNS, record_of, table_rows, validate_record
+from shopbench.archive.remote import ArchiveSource
 from shopbench.archive.signing import Verifier
 from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
@@ -181,32 +182,35 @@ def _copy_kept(shards: list[Shard], ledger: Ledger, writer: CuratedWriter) -> No
 
 
 def curate(
-    archive: str,
+    archive: ArchiveSource | str | Path,
     out: Path,
     cfg: CurateConfig,
     *,
     verifier: Verifier | None,
     truth: Truth | None = None,
-    validator: str | None = None,
     memory_limit: str = "512MB",
     progress: Callable[[int], None] | None = None,
 ) -> CurationReport:
-    """Curate `archive` (a folder or URL) into `out` (``data/``, ``report.json``,
-    ``report.md``); the report. EmptyResult (after writing the report) when nothing is
-    kept; CurationError for a config, archive, truth or test set that cannot be used."""
+    """Curate `archive` (an :class:`ArchiveSource`: a folder or URL and the validator its
+    shards must carry; a bare folder or URL names no validator) into `out` (``data/``,
+    ``report.json``, ``report.md``); the report. EmptyResult (after writing the report)
+    when nothing is kept; CurationError for a config, archive, truth or test set that
+    cannot be used."""
+    source = archive if isinstance(archive, ArchiveSource) else ArchiveSource(
+        location=str(archive)
+    )  # fmt: skip
+    validator = source.validator
     out = Path(out)
     check_unwritten(out)
     curator = Curator(cfg, verifier, truth)  # test sets load before any work
-    root, missing = local_archive(
-        archive, out / PULLED_DIR, validator=validator, verifier=verifier
-    )
+    root, missing = local_archive(source, out / PULLED_DIR, verifier=verifier)
     checking = verifier if cfg.validity.verify_signatures or validator else None
     listed = list_shards(root, checking, validator)
     listed.refused.update(missing)
     ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
     try:
         with settled_heap():
-            return _run(curator, listed, ledger, cfg, out, archive, truth, progress)
+            return _run(curator, listed, ledger, cfg, out, source.location, truth, progress)
     finally:
         ledger.close()
 

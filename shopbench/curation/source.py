@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import SCHEMA
 from shopbench.archive.reader import Trust, list_archive
+from shopbench.archive.remote import ArchiveSource
 from shopbench.archive.signing import Verifier
 from shopbench.curation.errors import CurationError
 
@@ -49,25 +50,20 @@ class ArchiveShards:
     refused: dict[str, tuple[int, str]]
 
 
-def is_url(spec: str) -> bool:
-    """Whether `spec` names object storage rather than a local folder."""
-    return "://" in spec
-
-
 def local_archive(
-    spec: str, work: Path, *, validator: str | None, verifier: Verifier | None
+    source: ArchiveSource, work: Path, *, verifier: Verifier | None
 ) -> tuple[Path, dict[str, tuple[int, str]]]:
-    """The local folder of the archive `spec` — itself, or a URL pulled into `work` — and
+    """The local folder of the archive `source` — itself, or a URL pulled into `work` — and
     what the pull refused, withheld or failed to fetch (path → (rows, reason))."""
-    if not is_url(spec):
+    spec, validator = source.location, source.validator
+    if not source.is_url:
         return Path(spec), {}
     if validator is None or verifier is None:
         raise CurationError(f"--archive {spec}: a URL needs --validator (whose shards to pull)")
     from shopbench.archive.pull import pull
-    from shopbench.archive.remote import RemoteTarget
 
     try:
-        report = pull(RemoteTarget(url=spec), work, validator=validator, verifier=verifier)
+        report = pull(source.target(), work, validator=validator, verifier=verifier)
     except SinkError as e:
         raise CurationError(f"--archive {spec}: {e}") from None
     if report.rows == 0 and not report.held:

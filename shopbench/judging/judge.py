@@ -19,9 +19,6 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# JudgeError lives in shopbench.judging.errors; shopbench.commands.judge still imports it
-# from this module.
-from shopbench.judging.errors import JudgeError as JudgeError
 from shopbench.records.trajectory import Trajectory
 from shopbench.records.verdict import JudgeVerdict
 
