@@ -26,7 +26,6 @@ app.add_typer(bench_app, name="bench")
 
 def _register() -> None:
     from shopbench.commands import (
-        archive,
         arena,
         catalog,
         curate,
@@ -41,8 +40,8 @@ def _register() -> None:
     )
 
     for module in (
-        archive, arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces,
-        curate, distill,
+        arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces, curate,
+        distill,
     ):  # fmt: skip
         module.register(app, bench_app)
 

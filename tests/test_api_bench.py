@@ -1,4 +1,4 @@
-"""`shopbench bench api` serves a synthetic archive with `shopbench archive serve` and
+"""`shopbench bench api` serves a synthetic archive with `shopbench traces serve` and
 reports latency and streaming figures (their values are measured, never asserted)."""
 
 from __future__ import annotations

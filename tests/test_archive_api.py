@@ -70,7 +70,7 @@ def test_the_arena_ends_by_printing_the_command_that_browses_its_archive(
     arena: tuple[Path, str, dict],
 ) -> None:
     root, output, _ = arena
-    assert f"shopbench archive serve --root {root}" in output
+    assert f"shopbench traces serve --root {root}" in output
 
 
 def test_pages_follow_the_cursor_through_every_episode_once(
@@ -376,7 +376,7 @@ def test_archive_serve_reads_x_forwarded_for_only_from_its_trusted_proxy(
     arena: tuple[Path, str, dict], tmp_path: Path
 ) -> None:
     refused = CliRunner().invoke(
-        cli_app, ["archive", "serve", "--root", str(arena[0]), "--trusted-proxy", "*"]
+        cli_app, ["traces", "serve", "--root", str(arena[0]), "--trusted-proxy", "*"]
     )
     assert refused.exit_code == 2 and "--trusted-proxy" in refused.output
     sock = socket.socket()
@@ -384,7 +384,7 @@ def test_archive_serve_reads_x_forwarded_for_only_from_its_trusted_proxy(
     port = sock.getsockname()[1]
     sock.close()
     server = subprocess.Popen(
-        [sys.executable, "-m", "shopbench.cli", "archive", "serve", "--root", str(arena[0]),
+        [sys.executable, "-m", "shopbench.cli", "traces", "serve", "--root", str(arena[0]),
          "--port", str(port), "--burst", "3", "--rate", "0.01", "--trusted-proxy", "127.0.0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -514,7 +514,7 @@ def test_archive_serve_pulls_a_url_verified_and_serves_it(
     sock.close()
     cache = tmp_path / "cache"
     server = subprocess.Popen(
-        [sys.executable, "-m", "shopbench.cli", "archive", "serve", "--root", str(api.base_url),
+        [sys.executable, "-m", "shopbench.cli", "traces", "serve", "--root", str(api.base_url),
          "--validator", hotkey, "--cache", str(cache), "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -534,7 +534,7 @@ def test_archive_serve_pulls_a_url_verified_and_serves_it(
     finally:
         server.terminate()
         server.wait(10)
-    refused = CliRunner().invoke(cli_app, ["archive", "serve", "--root", str(api.base_url)])
+    refused = CliRunner().invoke(cli_app, ["traces", "serve", "--root", str(api.base_url)])
     assert refused.exit_code != 0 and "--validator" in refused.output
 
 
@@ -550,3 +550,8 @@ def test_shards_sealed_while_serving_are_served(
         store(ordered[10:], root, lifted=True)
         assert c.get("/v1/stats").json()["episodes"] == 24
         assert c.get(f"/v1/trajectories/{ordered[20].episode_id}").status_code == 200
+
+
+def test_the_older_archive_serve_name_still_serves() -> None:
+    done = CliRunner().invoke(cli_app, ["archive", "serve", "--help"])
+    assert done.exit_code == 0 and "--root" in done.output

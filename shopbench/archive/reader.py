@@ -1,7 +1,7 @@
 """The one verified reader of a local archive folder: which shards may be read, and why the
 others may not.
 
-Every command that reads an archive — ``traces query``, ``archive serve``, ``curate`` —
+Every command that reads an archive — ``traces query``, ``traces serve``, ``curate`` —
 lists its shards here. Without a trusted validator the listing is what the folder's
 manifests describe (each manifest's path checked by :func:`~shopbench.archive.paths.
 shard_path`, the file present with its stated size; with a verifier, each manifest's

@@ -2,7 +2,7 @@
 
 The archive is the archive bench's (:mod:`shopbench.bench.archive`): real episodes copied
 with new ids and varied intent, miner, block, epoch, score and success, sealed as shards of
-one validator. The service is ``shopbench archive serve`` itself, in a process of its own
+one validator. The service is ``shopbench traces serve`` itself, in a process of its own
 (the rate limit set out of the way), on a loopback port, driven by an httpx client from
 this process, one request at a time. Figures:
 
@@ -99,7 +99,7 @@ def _peak_rss_mib(pid: int) -> float:
 
 
 def run_api_bench(cfg: ApiBenchConfig) -> ApiBenchResult:
-    """Build (or reuse) the archive, serve it with ``shopbench archive serve``, and time the
+    """Build (or reuse) the archive, serve it with ``shopbench traces serve``, and time the
     requests."""
     import httpx
 
@@ -109,7 +109,7 @@ def run_api_bench(cfg: ApiBenchConfig) -> ApiBenchResult:
     port = _free_port()
     t0 = time.perf_counter()
     server = subprocess.Popen(
-        [sys.executable, "-m", "shopbench.cli", "archive", "serve", "--root", str(root),
+        [sys.executable, "-m", "shopbench.cli", "traces", "serve", "--root", str(root),
          "--port", str(port), "--rate", "1e9", "--burst", "1000000000"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -119,7 +119,7 @@ def run_api_bench(cfg: ApiBenchConfig) -> ApiBenchResult:
         with httpx.Client(base_url=url, timeout=120) as c:
             while True:
                 if server.poll() is not None:
-                    raise RuntimeError(f"archive serve exited with {server.returncode}")
+                    raise RuntimeError(f"traces serve exited with {server.returncode}")
                 try:
                     c.get("/v1/trajectories", params={"limit": 1}).raise_for_status()
                     break

@@ -1,4 +1,4 @@
-"""`shopbench archive serve` (the trace API and browser) and `shopbench bench api`.
+"""`shopbench traces serve` (the trace API and browser) and `shopbench bench api`.
 
 ``--root`` is an archive folder (a store's directory or a pulled one), served as it is and
 re-read as it grows; or an object-storage or HTTP URL (``s3://…``, ``file://…``,
@@ -20,7 +20,7 @@ from shopbench.archive.remote import ArchiveSource
 from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
 
-archive_app = typer.Typer(help="The trace archive's read-only API and browser.",
+archive_app = typer.Typer(help="The older name of `shopbench traces serve`.",
                           no_args_is_help=True)  # fmt: skip
 _API = Flags(ApiConfig)
 
@@ -82,7 +82,7 @@ def serve_command(
         from shopbench.archive.api.server import proxy_options
     except ImportError as e:
         raise ArchiveError(
-            f"archive serve needs the api extra: pip install -e '.[api]' ({e})"
+            f"traces serve needs the api extra: pip install -e '.[api]' ({e})"
         ) from None
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
 
@@ -123,7 +123,7 @@ def _index(config: ApiConfig, validator: str | None) -> Any:
 def serve_hint(archive: Path) -> str:
     """The command that browses `archive`, as ``shopbench arena`` prints it."""
     return (
-        f"browse it: shopbench archive serve --root {archive}  (then open http://127.0.0.1:8000/)"
+        f"browse it: shopbench traces serve --root {archive}  (then open http://127.0.0.1:8000/)"
     )
 
 
@@ -150,8 +150,10 @@ def bench_api_command(
     typer.echo(report.model_dump_json(indent=None if as_json else 2))
 
 
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add the ``archive`` group (``serve``) and ``bench api``."""
+def register(traces_app: typer.Typer, app: typer.Typer, bench_app: typer.Typer) -> None:
+    """Add ``serve`` to the ``traces`` group (and, hidden, the older ``traces serve``) and
+    ``bench api``."""
+    traces_app.command("serve")(serve_command)
     archive_app.command("serve")(serve_command)
-    app.add_typer(archive_app, name="archive")
+    app.add_typer(archive_app, name="archive", hidden=True)
     bench_app.command("api")(bench_api_command)

@@ -16,7 +16,8 @@ from shopbench.archive.filters import TraceFilter
 from shopbench.commands.blocks import Block, model_options, takes
 
 traces_app = typer.Typer(
-    help="The trajectory archive: query, export, pull, publish.", no_args_is_help=True
+    help="The trajectory archive: query, export, pull, publish, serve (the API and browser).",
+    no_args_is_help=True,
 )
 
 QUERY_FORMATS = ("table", "jsonl", "parquet")
@@ -191,9 +192,11 @@ def bench_archive_command(
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    """Add the ``traces`` group (with pull and publish) and ``bench archive``."""
-    from shopbench.commands import traces_pull
+    """Add the ``traces`` group — everything done with an archive of traces: query, export,
+    pull, publish, serve — and ``bench archive`` and ``bench api``."""
+    from shopbench.commands import archive, traces_pull
 
     traces_pull.register(traces_app)
+    archive.register(traces_app, app, bench_app)
     app.add_typer(traces_app, name="traces")
     bench_app.command("archive")(bench_archive_command)

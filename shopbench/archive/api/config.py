@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ApiConfig(BaseModel):
-    """How ``shopbench archive serve`` serves one archive root."""
+    """How ``shopbench traces serve`` serves one archive root."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
