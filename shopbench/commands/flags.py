@@ -32,11 +32,13 @@ class Flags(Generic[ModelT]):
         self._flag_of: dict[str, str] = {}
 
     def option(
-        self, field: str, *decls: str, default: Any = _UNSET, help: str | None = None
-    ) -> Any:
+        self, field: str, *decls: str, default: Any = _UNSET, help: str | None = None,
+        bounds: bool = True,
+    ) -> Any:  # fmt: skip
         """A ``typer.Option`` for `field` under the names `decls` (the first is the flag shown
         in errors). The field's default, description and ``ge``/``le`` bounds are used unless
-        `default` or `help` override them; KeyError names an unknown field."""
+        `default` or `help` override them (`bounds` False: the config alone checks them, so
+        :meth:`build` names a bad value in one line); KeyError names an unknown field."""
         try:
             info = self.model.model_fields[field]
         except KeyError:
@@ -53,13 +55,16 @@ class Flags(Generic[ModelT]):
             elif isinstance(bound, annotated_types.Le):
                 hi = bound.le
         self._flag_of[field] = decls[0] if decls else f"--{field.replace('_', '-')}"
+        if not bounds:
+            lo = hi = None
         return typer.Option(
             default, *decls, help=help if help is not None else info.description, min=lo, max=hi
         )
 
-    def build(self, **values: Any) -> ModelT:
+    def build(self, error: type[Exception] | None = None, **values: Any) -> ModelT:
         """The config from the parsed option values (and any other fields given); a value
-        the model refuses raises ``typer.BadParameter`` naming its flag and the reason."""
+        the model refuses raises ``typer.BadParameter`` naming its flag and the reason, or
+        `error` (a shopbench error: one line, exit 2) with the flag, the reason and the value."""
         try:
             return self.model(**values)
         except ValidationError as e:
@@ -69,4 +74,9 @@ class Flags(Generic[ModelT]):
                 f"--{field.replace('_', '-')}" if field else self.model.__name__
             )
             message = str(first["msg"]).removeprefix("Value error, ")
+            if error is not None:
+                if not field:  # a rule over several fields: its own words say which
+                    raise error(message) from None
+                given = f", got {first['input']!r}" if "input" in first else ""
+                raise error(f"{where}: {message[:1].lower()}{message[1:]}{given}") from None
             raise typer.BadParameter(message, param_hint=where) from None

@@ -8,8 +8,10 @@ import typer
 
 from shopbench.bench.tasks import TaskBenchConfig
 from shopbench.commands.flags import Flags
+from shopbench.tasks.generate import BuildConfig
 
 _BENCH = Flags(TaskBenchConfig)
+_BUILD = Flags(BuildConfig)
 tasks_app = typer.Typer(help="Task files: import, build, validate, stats.", no_args_is_help=True)
 
 _MAX_SHOWN = 20  # rejected lines printed; the rest are counted
@@ -65,26 +67,22 @@ def _intent_list(text: str) -> list[str]:
 def build_command(
     catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
     out: Path = typer.Option(..., "--out", help="task file to write (JSONL)"),
-    n: int = typer.Option(..., "--n", help="tasks per intent (at least 1)"),
+    n: int = _BUILD.option("n", "--n", bounds=False),
     intents: str = typer.Option(
         "product,shop,voucher,knowledge", "--intents", help="comma-separated intents"
     ),
-    split: str = typer.Option("live", "--split", help="live or heldout"),
-    epoch: int | None = typer.Option(
-        None, "--epoch", help="live only: draw targets from this epoch's rotation bucket"
-    ),
-    buckets: int = typer.Option(4, "--buckets", help="rotation buckets of the live groups"),
+    split: str = _BUILD.option("split", "--split", bounds=False),
+    epoch: int | None = _BUILD.option("epoch", "--epoch", bounds=False),
+    buckets: int = _BUILD.option("n_buckets", "--buckets", bounds=False),
     seed: int | None = typer.Option(
         None, "--seed", help="sampling seed; omitted: a fresh secret one (not recorded)"
     ),
     exclude: list[Path] | None = typer.Option(
         None, "--exclude", help="task file whose targets' groups are forced held out (repeatable)"
     ),
-    workers: int = typer.Option(1, "--workers", help="worker processes"),
-    max_attempts: int = typer.Option(20, "--max-attempts", help="drafts tried per task"),
-    window: int | None = typer.Option(
-        None, "--window", help="search results examined per slot for its satisfying set"
-    ),
+    workers: int = _BUILD.option("workers", "--workers", bounds=False),
+    max_attempts: int = _BUILD.option("max_attempts", "--max-attempts", bounds=False),
+    window: int = _BUILD.option("satisfy_window", "--window", bounds=False),
     paraphrase_url: str | None = typer.Option(
         None, "--paraphrase-url", help="OpenAI-compatible API root that rewrites the queries"
     ),
@@ -102,27 +100,18 @@ def build_command(
 
     from shopbench.catalog.store import Catalog
     from shopbench.tasks.errors import TaskError
-    from shopbench.tasks.generate import BuildConfig, build_tasks
+    from shopbench.tasks.generate import build_tasks
     from shopbench.tasks.io import read_tasks, write_tasks
     from shopbench.tasks.split import target_groups
 
-    if n < 1:
-        raise TaskError(f"--n must be at least 1, got {n}")
-    if split not in ("live", "heldout"):
-        raise TaskError(f"--split {split!r} is not a split (allowed: live, heldout)")
-    if epoch is not None and split != "live":
-        raise TaskError("--epoch applies to the live split only")
-    for name, value in (("--buckets", buckets), ("--workers", workers),
-                        ("--max-attempts", max_attempts)):
-        if value < 1:
-            raise TaskError(f"{name} must be at least 1, got {value}")
-    if window is not None and not 50 <= window <= 10_000:
-        raise TaskError(f"--window must be from 50 to 10000, got {window}")
-    if epoch is not None and epoch < 0:
-        raise TaskError(f"--epoch must be at least 0, got {epoch}")
     if (paraphrase_url is None) != (paraphrase_model is None):
         raise TaskError("--paraphrase-url and --paraphrase-model go together")
     names = _intent_list(intents)
+    checked = _BUILD.build(
+        TaskError, catalog=catalog, intents=names, n=n, split=split, epoch=epoch,
+        n_buckets=buckets, seed=0, workers=workers, max_attempts=max_attempts,
+        satisfy_window=window,
+    )  # fmt: skip
     cat = Catalog.open(catalog)
     forced: set[str] = set()
     for path in exclude or []:
@@ -131,12 +120,10 @@ def build_command(
         forced |= groups
         note = f", {unplaced} targets not in the catalog" if unplaced else ""
         typer.echo(f"{path}: {len(groups)} groups forced held out{note}", err=True)
-    cfg = BuildConfig(
-        catalog=catalog, intents=names, n=n, split=split, epoch=epoch,  # type: ignore[arg-type]
-        n_buckets=buckets, seed=seed if seed is not None else secrets.randbits(63),
-        forced_heldout=frozenset(forced), workers=workers, max_attempts=max_attempts,
-        **({"satisfy_window": window} if window is not None else {}),
-    )
+    cfg = checked.model_copy(update={
+        "seed": seed if seed is not None else secrets.randbits(63),
+        "forced_heldout": frozenset(forced),
+    })  # fmt: skip
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), transient=True,

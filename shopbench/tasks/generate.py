@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import WINDOW
@@ -84,6 +84,12 @@ class BuildConfig(BaseModel):
     )
     workers: int = Field(default=1, ge=1, description="worker processes")
     chunk: int = Field(default=100, ge=1, description="task indices per unit of work")
+
+    @model_validator(mode="after")
+    def _epoch_is_live(self) -> BuildConfig:
+        if self.epoch is not None and self.split != "live":
+            raise ValueError("epoch applies to the live split only")
+        return self
 
 
 class IntentReport(BaseModel):
