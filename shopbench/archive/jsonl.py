@@ -1,10 +1,11 @@
 """The JSONL archive: an append-only file of signed trajectories, and its reader.
 
-The archive proper (Parquet shards, object storage, an HTTP API) implements the same
-:class:`~shopbench.archive.sink.ArchiveSink` interface; :class:`JsonlSink` is the
-append-only file the validator and the arena use now: one trajectory per line, flushed and
-fsynced before the acknowledgement. A kill during a write can leave at most one torn last
-line; the next open cuts it off, and readers skip it.
+The archive proper (:class:`~shopbench.archive.store.ArchiveStore`: a write-ahead segment
+rolled into signed Parquet shards) is what validators and the arena write; :class:`JsonlSink`
+implements the same :class:`~shopbench.archive.sink.ArchiveSink` interface as one
+append-only file — one trajectory per line, flushed and fsynced before the acknowledgement
+— for the validator bench and for JSONL exports and readers. A kill during a write can leave
+at most one torn last line; the next open cuts it off, and readers skip it.
 """
 
 from __future__ import annotations
