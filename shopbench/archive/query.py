@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -43,16 +43,6 @@ _LISTS: tuple[tuple[str, str], ...] = (
     ("miner_hotkey", "miner_hotkey"), ("validator", "validator_hotkey"), ("agent", "agent"),
     ("judge_id", "judge_id"), ("termination", "termination"),
 )  # fmt: skip
-
-
-def partition_of(path: str) -> dict[str, str]:
-    """``{"validator": …, "date": …, "intent": …}`` from a shard's relative path."""
-    out: dict[str, str] = {}
-    for part in PurePosixPath(path).parts[:-1]:
-        key, sep, value = part.partition("=")
-        if sep:
-            out[key] = value
-    return out
 
 
 def sealed_shards(
