@@ -29,7 +29,7 @@ from shopbench.archive.signing import sign_trajectory
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
-from shopbench.records.verdict import JudgeVerdict
+from shopbench.records.verdict import Verdict
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
 
@@ -67,7 +67,7 @@ def episodes(env: ShoppingEnv, catalog: Any) -> list[Trajectory]:
         t.model_copy(update={"timings": t.timings.model_copy(update={"started_at": noon + k})})
         for k, t in enumerate(out)
     ]
-    judge = JudgeVerdict(score=0.625, gates={"cites": True}, rationale="ok", judge_id="j/1",
+    judge = Verdict(score=0.625, gates={"cites": True}, rationale="ok", judge_id="j/1",
                          own_field=[1, 2.5, {"x": None}])  # fmt: skip
     raw = ToolLogEntry(turn=1, name="search", arguments='{"q": broken', result_digest="0" * 64,
                        error="bad_arguments", latency_ms=0.25)  # fmt: skip

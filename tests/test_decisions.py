@@ -16,10 +16,10 @@ from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, S
 from shopbench.agents.registry import make_policy
 from shopbench.chat import ChatMessage
 from shopbench.env.env import ShoppingEnv
-from shopbench.judging.judge import Verdict
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 from shopbench.outcome.constraints import Regrader, price_bound, slot_from_grade
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
+from shopbench.records.verdict import Verdict
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.decision_rules import (
@@ -257,7 +257,7 @@ def test_verdicts_record_the_evidence_and_the_rubric_files_stay_loadable(
     bluffer: list[Trajectory],
 ) -> None:
     v = RubricJudge().judge(bluffer[0])
-    again = Verdict.from_record(v.to_record())
+    again = Verdict.model_validate_json(v.model_dump_json())
     assert again == v and again.criterion("decision_follows_constraints") is not None
     for key in ("decision_points", "claims_false", "rule_cheapest_opened_disagree"):
         assert key in v.signals

@@ -16,7 +16,7 @@ from shopbench.chat import AssistantMessage, ChatMessage, EpisodeLimits, Functio
 from shopbench.env.env import ShoppingEnv
 from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import Signature, TerminationReason, Trajectory
-from shopbench.records.verdict import JudgeVerdict
+from shopbench.records.verdict import Verdict
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
 
@@ -97,7 +97,7 @@ def test_a_careful_episode_round_trips_exactly_and_signs_canonically(
     assert list(json.loads(payload)) == sorted(json.loads(payload))
     signed = t.model_copy(update={"signature": Signature(signer="5Abc", signature="0xab12")})
     assert signed.signing_payload() == payload  # the signature is not part of what is signed
-    judged = t.model_copy(update={"judge": JudgeVerdict(score=0.7, gates={"cites": True})})
+    judged = t.model_copy(update={"judge": Verdict(score=0.7, gates={"cites": True})})
     assert judged.signing_payload() != payload
     assert Trajectory.model_validate_json(judged.model_dump_json()) == judged
 

@@ -50,9 +50,10 @@ from shopbench.calibration.report import (
     auc,
 )
 from shopbench.calibration.targets import check_targets, load_targets
-from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.judge import Judge
 from shopbench.judging.llm.fallback import is_fallback
 from shopbench.judging.registry import make_judge
+from shopbench.records.verdict import Verdict
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import ScoredRound, score_round

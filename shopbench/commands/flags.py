@@ -61,10 +61,14 @@ class Flags(Generic[ModelT]):
             default, *decls, help=help if help is not None else info.description, min=lo, max=hi
         )
 
-    def build(self, error: type[Exception] | None = None, **values: Any) -> ModelT:
+    def build(self, **values: Any) -> ModelT:
         """The config from the parsed option values (and any other fields given); a value
-        the model refuses raises ``typer.BadParameter`` naming its flag and the reason, or
-        `error` (a shopbench error: one line, exit 2) with the flag, the reason and the value."""
+        the model refuses raises ``typer.BadParameter`` naming its flag and the reason."""
+        return self.build_or(None, **values)
+
+    def build_or(self, error: type[Exception] | None, **values: Any) -> ModelT:
+        """:meth:`build`, raising `error` instead (a shopbench error: one line, exit 2) with
+        the flag, the reason and the value refused."""
         try:
             return self.model(**values)
         except ValidationError as e:

@@ -99,8 +99,8 @@ def calibrate_command(
         bars = {p: bar.add_task(p, total=len(load.tasks)) for p in cfg.policies}
 
         def write(policy: str, t: object, v: object) -> None:
-            from shopbench.judging.judge import Verdict
             from shopbench.records.trajectory import Trajectory
+            from shopbench.records.verdict import Verdict
 
             assert isinstance(t, Trajectory) and isinstance(v, Verdict)
             row = {

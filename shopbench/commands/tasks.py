@@ -107,7 +107,7 @@ def build_command(
     if (paraphrase_url is None) != (paraphrase_model is None):
         raise TaskError("--paraphrase-url and --paraphrase-model go together")
     names = _intent_list(intents)
-    checked = _BUILD.build(
+    checked = _BUILD.build_or(
         TaskError, catalog=catalog, intents=names, n=n, split=split, epoch=epoch,
         n_buckets=buckets, seed=0, workers=workers, max_attempts=max_attempts,
         satisfy_window=window,

@@ -122,7 +122,7 @@ def verdict_signals(t: Trajectory) -> dict[str, float] | None:
     """The rubric signals the recorded verdict carries, or None."""
     if t.judge is None:
         return None
-    signals = getattr(t.judge, "signals", None) or (t.judge.model_extra or {}).get("signals")
+    signals = t.judge.signals
     if not isinstance(signals, dict) or "call_text_match" not in signals:
         return None
     return {k: float(v) for k, v in signals.items() if isinstance(v, int | float)}

@@ -94,7 +94,7 @@ def process_scores(t: Trajectory) -> tuple[float | None, float | None]:
     """(the deterministic process score, the LLM judge's score) of the recorded verdict."""
     if t.judge is None:
         return None, None
-    signals = (t.judge.model_extra or {}).get("signals") or {}
+    signals = t.judge.signals
     rubric = signals.get("rubric_score")
     llm = signals.get("llm_score") if not signals.get("llm_fallback") else None
     base = float(rubric) if isinstance(rubric, int | float) else t.judge.score

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shopbench.chat import ChatMessage
 from shopbench.records.outcome import Outcome
 from shopbench.records.task import Intent, Split, TaskCard
-from shopbench.records.verdict import JudgeVerdict
+from shopbench.records.verdict import Verdict
 
 SCHEMA_VERSION = 1
 """Version of the :class:`Trajectory` layout; readers refuse records of another version."""
@@ -160,7 +160,7 @@ class Trajectory(BaseModel):
     termination_detail: str | None = None
     turns: int = Field(ge=0, description="assistant turns played")
     outcome: Outcome
-    judge: JudgeVerdict | None = None
+    judge: Verdict | None = None
     score: float | None = Field(default=None, description="the final episode score")
     timings: Timings
     signature: Signature | None = None

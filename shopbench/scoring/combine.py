@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.judging.judge import Verdict
+from shopbench.records.verdict import Verdict
 
 log = logging.getLogger("shopbench.scoring.combine")
 

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.judging.judge import Verdict
 from shopbench.judging.rubric.decisions import RULES
+from shopbench.records.verdict import Verdict
 
 DECISIONS_VERSION = "1"
 

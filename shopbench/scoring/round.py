@@ -30,10 +30,11 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.judging.errors import JudgeUnavailable
-from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.judge import Judge
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.llm.judge import LLMJudge
 from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import Verdict
 from shopbench.scoring.combine import (
     DEFAULT_RULE,
     CombineRule,

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.judging.judge import Verdict
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import Trajectory
-from shopbench.records.verdict import JudgeVerdict
+from shopbench.records.verdict import Verdict
 
 
 class ScoreFormula(BaseModel):
@@ -73,11 +72,11 @@ def with_judgement(
 ) -> Trajectory:
     """A copy of `trajectory` carrying `verdict` as its judge record (with the formula's id
     added as ``score_formula``) and its episode score."""
-    record = verdict.to_record().model_dump(mode="json")
+    record = verdict.model_dump(mode="json")
     record["score_formula"] = formula.id
     return trajectory.model_copy(
         update={
-            "judge": JudgeVerdict.model_validate(record),
+            "judge": Verdict.model_validate(record),
             "score": episode_score(trajectory.outcome, verdict, formula),
         }
     )

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.judging.judge import Verdict
 from shopbench.judging.record import read_record, turn_text
 from shopbench.judging.rubric.grounding import fold
 from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import Verdict
 
 TEMPLATE_VERSION = "1"
 

@@ -128,12 +128,9 @@ def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
     recorded one (the rubric judge does, in its ``criteria``)."""
     if t.judge is None:
         return []
-    extra = t.judge.model_extra or {}
-    listed = extra.get("criteria")
-    if isinstance(listed, list) and all(isinstance(c, dict) for c in listed):
-        return [{"name": str(c.get("name", "")), "kind": str(c.get("kind", "")),
-                 "passed": bool(c.get("passed")), "evidence": str(c.get("evidence", ""))}
-                for c in listed]  # fmt: skip
+    if t.judge.criteria:
+        return [{"name": c.name, "kind": c.kind, "passed": c.passed, "evidence": c.evidence}
+                for c in t.judge.criteria]  # fmt: skip
     return [{"name": k, "kind": "gate", "passed": v, "evidence": ""}
             for k, v in t.judge.gates.items()]  # fmt: skip
 

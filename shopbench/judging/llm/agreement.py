@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.judging.judge import Verdict
 from shopbench.judging.llm.fallback import is_fallback
+from shopbench.records.verdict import Verdict
 
 
 def _ranks(values: Sequence[float]) -> list[float]:

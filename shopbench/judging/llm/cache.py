@@ -19,7 +19,7 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from shopbench.judging.judge import Verdict
+from shopbench.records.verdict import Verdict
 
 
 def cache_key(trajectory_hash: str, judge_version: str) -> str:

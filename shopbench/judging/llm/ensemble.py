@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shopbench.judging.errors import JudgeUnavailable
-from shopbench.judging.judge import CriterionResult, Verdict
 from shopbench.judging.llm.reply import Judgement
 from shopbench.judging.rubric.judge import Rubric
+from shopbench.records.verdict import CriterionResult, Verdict
 
 
 def score_judgement(

@@ -8,7 +8,7 @@ fallback: a note with its kind and reason, and the signal ``llm_fallback = 1``.
 from __future__ import annotations
 
 from shopbench.judging.errors import JudgeUnavailable
-from shopbench.judging.judge import Verdict
+from shopbench.records.verdict import Verdict
 
 FALLBACK_SIGNAL = "llm_fallback"
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from shopbench.judging.errors import Failure, JudgeSpecError, JudgeUnavailable
-from shopbench.judging.judge import Judge, Verdict
+from shopbench.judging.judge import Judge
 from shopbench.judging.llm.cache import MemoryCache, VerdictCache, cache_key
 from shopbench.judging.llm.client import JudgeClient, Sleep
 from shopbench.judging.llm.config import Endpoint, LLMJudgeConfig
@@ -36,6 +36,7 @@ from shopbench.judging.llm.view import build_view
 from shopbench.judging.record import read_record
 from shopbench.judging.rubric.judge import Rubric, RubricJudge, load_rubric
 from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import Verdict
 
 log = logging.getLogger("shopbench.judging.llm")
 

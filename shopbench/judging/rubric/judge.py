@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shopbench.judging.judge import Verdict
 from shopbench.judging.rubric.checks import CHECKS
 from shopbench.judging.rubric.decisions import Decisions
 from shopbench.judging.rubric.evidence import Evidence, extract
 from shopbench.judging.rubric.file import Rubric, load_rubric
 from shopbench.records.trajectory import Trajectory
+from shopbench.records.verdict import Verdict
 
 __all__ = ["JUDGE_VERSION", "Rubric", "RubricJudge", "load_rubric"]
 
