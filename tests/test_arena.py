@@ -148,8 +148,8 @@ def _commands(markdown: str) -> list[str]:
 
 
 def test_the_docs_use_only_real_flags() -> None:
+    from shopbench.settings import settings
     from template.base.config import MinerConfig, ValidatorConfig
-    from template.base.options import options
 
     root = typer.main.get_command(cli())
     assert isinstance(root, typer.core.TyperGroup)
@@ -160,9 +160,10 @@ def test_the_docs_use_only_real_flags() -> None:
         return {o for p in command.params for o in p.opts}  # type: ignore[attr-defined]
 
     known = {
-        "neurons/miner.py": {o.flag for o in options(MinerConfig)} | {"--config", "--help"},
-        "neurons/validator.py": {o.flag for o in options(ValidatorConfig, frozenset({"consensus"}))}
-        | {"--config", "--help"},
+        "neurons/miner.py": {o.flag for o in settings(MinerConfig)} | {"--config", "--help"},
+        "neurons/validator.py": {
+            o.flag for o in settings(ValidatorConfig, frozenset({"consensus"}))
+        } | {"--config", "--help"},
         "shopbench arena": click_flags(root.commands["arena"]),
         "shopbench bench validator": click_flags(bench.commands["validator"]),
     }

@@ -26,6 +26,7 @@ from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import score_round
+from shopbench.settings import settings
 from template.base.clock import ClockError, check_clock
 from template.base.config import (
     ClockConfig,
@@ -34,7 +35,7 @@ from template.base.config import (
     miner_config,
     validator_config,
 )
-from template.base.options import ConfigError, options
+from template.base.options import ConfigError
 from template.base.rotation import (
     CatalogCommitment,
     CatalogRotator,
@@ -446,7 +447,7 @@ def test_bad_values_name_their_source(tmp_path: Path) -> None:
 
 
 def test_consensus_parameters_are_not_operator_settings(tmp_path: Path) -> None:
-    settable = options(ValidatorConfig, frozenset({"consensus"}))
+    settable = settings(ValidatorConfig, frozenset({"consensus"}))
     assert not any(o.path[0] == "consensus" for o in settable)
     with pytest.raises(SystemExit):
         validator_config(["--netuid", "1", "--consensus.ema_alpha", "0.5"], env={})
@@ -462,13 +463,13 @@ def test_every_setting_has_help_and_a_variable() -> None:
     from template.base.config import MinerConfig
 
     for model, fixed in ((ValidatorConfig, frozenset({"consensus"})), (MinerConfig, frozenset())):
-        for opt in options(model, fixed):
+        for opt in settings(model, fixed):
             assert opt.info.description, f"{opt.flag} has no help text"
             assert opt.env.startswith("SHOPBENCH_")
-    flags = {o.flag for o in options(ValidatorConfig, frozenset({"consensus"}))}
+    flags = {o.flag for o in settings(ValidatorConfig, frozenset({"consensus"}))}
     assert {"--netuid", "--subtensor.network", "--wallet.name", "--wallet.hotkey",
             "--wallet.path", "--neuron.concurrency"} <= flags  # fmt: skip
-    miner_flags = {o.flag for o in options(MinerConfig)}
+    miner_flags = {o.flag for o in settings(MinerConfig)}
     assert {"--axon.port", "--agent.base_url", "--agent.model", "--agent.policy", "--local",
             "--local.allow"} <= miner_flags  # fmt: skip
     cfg = miner_config(["--local", "--local.allow", "a,b", "--agent.policy", "careful"], env={})

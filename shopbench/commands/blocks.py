@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel
 
+from shopbench.settings import settings
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -96,8 +98,9 @@ def model_options(
     and helped by the field's description (plus ``suffix(field)``); values arrive as
     `annotation` (text, by default, for the model to validate)."""
     out = []
-    for name, info in model.model_fields.items():
-        if name in exclude:
+    for setting in settings(model):
+        name, info = setting.path[-1], setting.info
+        if len(setting.path) > 1 or name in exclude:
             continue
         text = (info.description or name.replace("_", " ")) + (suffix(name) if suffix else "")
         out.append(option(name, annotation, typer.Option(None, help=text)))

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-import annotated_types
 import typer
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
+
+from shopbench import settings
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _UNSET: Any = object()
@@ -48,12 +49,7 @@ class Flags(Generic[ModelT]):
         if default is _UNSET:
             required = info.default is PydanticUndefined and info.default_factory is None
             default = ... if required else info.get_default(call_default_factory=True)
-        lo = hi = None
-        for bound in info.metadata:
-            if isinstance(bound, annotated_types.Ge):
-                lo = bound.ge
-            elif isinstance(bound, annotated_types.Le):
-                hi = bound.le
+        lo, hi = settings.bounds(info)
         self._flag_of[field] = decls[0] if decls else f"--{field.replace('_', '-')}"
         if not bounds:
             lo = hi = None

@@ -18,18 +18,15 @@ import argparse
 import json
 import os
 import tomllib
-import types
-import typing
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
 
 from shopbench.errors import ShopbenchError
+from shopbench.settings import ENV_PREFIX, Setting, settings
 
-ENV_PREFIX = "SHOPBENCH_"
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -37,66 +34,7 @@ class ConfigError(ShopbenchError):
     """A flag, environment variable or config file holds a value the config refuses."""
 
 
-class Option(typing.NamedTuple):
-    """One settable field: its flag, its environment variable and where it lives."""
-
-    path: tuple[str, ...]
-    flag: str
-    env: str
-    info: FieldInfo
-    kind: str  # "bool", "list" or "scalar"
-
-
-def _unwrap(annotation: Any) -> Any:
-    """The annotation without ``| None``."""
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0]
-    return annotation
-
-
-def _section(annotation: Any) -> type[BaseModel] | None:
-    inner = _unwrap(annotation)
-    return inner if isinstance(inner, type) and issubclass(inner, BaseModel) else None
-
-
-def _kind(annotation: Any) -> str:
-    inner = _unwrap(annotation)
-    if inner is bool:
-        return "bool"
-    if typing.get_origin(inner) in (list, tuple, set, frozenset):
-        return "list"
-    return "scalar"
-
-
-def options(model: type[BaseModel], fixed: frozenset[str] = frozenset()) -> list[Option]:
-    """Every settable field of `model`, sections flattened, `fixed` sections left out.
-
-    A field may name its own flag with ``json_schema_extra={"flag": "local"}`` (so the
-    miner's ``--local`` switch can sit beside its ``--local.allow``).
-    """
-    found: list[Option] = []
-
-    def walk(m: type[BaseModel], prefix: tuple[str, ...]) -> None:
-        for name, info in m.model_fields.items():
-            if not prefix and name in fixed:
-                continue
-            path = (*prefix, name)
-            section = _section(info.annotation)
-            if section is not None:
-                walk(section, path)
-                continue
-            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-            flag = str(extra.get("flag") or ".".join(path))
-            env = ENV_PREFIX + "_".join(path).upper()
-            found.append(Option(path, f"--{flag}", env, info, _kind(info.annotation)))
-
-    walk(model, ())
-    return found
-
-
-def _help(option: Option) -> str:
+def _help(option: Setting) -> str:
     info = option.info
     text = info.description or ""
     if not info.is_required():
@@ -119,7 +57,7 @@ def build_parser(
         help="a TOML or JSON file of settings, sections as tables (flags and environment "
         f"variables win over it) [env {ENV_PREFIX}CONFIG]",
     )
-    for opt in options(model, fixed):
+    for opt in settings(model, fixed):
         dest = ".".join(opt.path)
         if opt.kind == "bool":
             parser.add_argument(
@@ -201,7 +139,7 @@ def parse_config(
     env = os.environ if env is None else env
     parser = build_parser(model, prog, description, fixed)
     args = vars(parser.parse_args(argv))
-    opts = options(model, fixed)
+    opts = settings(model, fixed)
     sources: dict[tuple[str, ...], str] = {}
     tree: dict[str, Any] = {}
 
@@ -255,7 +193,7 @@ def validate(
     model: type[ModelT],
     tree: Mapping[str, Any],
     sources: Mapping[tuple[str, ...], str] | None = None,
-    opts: Sequence[Option] | None = None,
+    opts: Sequence[Setting] | None = None,
 ) -> ModelT:
     """`model` validated from `tree`; ConfigError naming the first bad value's source."""
     try:
