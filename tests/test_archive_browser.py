@@ -130,7 +130,7 @@ def test_the_browser_shows_the_leaderboard_a_filtered_list_and_an_episode(
         assert all("✓" in c.text for c in checks)  # a success: every constraint hit
         gates = browser.find_elements(By.CSS_SELECTOR, "#judge .checks li")
         assert t.judge is not None
-        criteria = (t.judge.model_extra or {}).get("criteria") or t.judge.gates
+        criteria = t.judge.criteria or t.judge.gates
         assert len(gates) == len(criteria)
         shown = browser.find_element(By.ID, "judge").text
         assert all(g in shown for g in t.judge.gates)  # each gate with its evidence
