@@ -1,4 +1,4 @@
-"""`shopbench distill build|train|prepare` and `shopbench bench distill`.
+"""`shopbench distill build|stats|train|prepare` and `shopbench bench distill`.
 
 The options come from the typed configs (:class:`~shopbench.distill.dataset.BuildConfig`,
 :class:`~shopbench.distill.config.TrainConfig`); torch, transformers and TRL are imported
@@ -15,6 +15,7 @@ from shopbench.commands.flags import Flags
 from shopbench.distill.config import CONFIGS, TrainConfig
 from shopbench.distill.dataset import BuildConfig
 from shopbench.distill.rows import RowFormat
+from shopbench.distill.stats import VIEWS as STATS_VIEWS
 
 distill_app = typer.Typer(
     help="Distillation: curated episodes → SFT dataset → fine-tuned model.", no_args_is_help=True
@@ -35,19 +36,41 @@ def build_command(
     fmt: RowFormat = _BUILD.option("format", "--format"),
     validation_fraction: float = _BUILD.option("validation_fraction", "--validation-fraction"),
     seed: int = _BUILD.option("seed", "--seed"),
+    view: str = _BUILD.option("view", "--view"),
+    history: int | None = _BUILD.option("history", "--history"),
 ) -> None:
     """Write the SFT dataset (train/validation Parquet in TRL's conversational format)."""
     from shopbench.distill.dataset import build_sft
 
-    config = _BUILD.build(format=fmt, validation_fraction=validation_fraction, seed=seed)
+    config = _BUILD.build(
+        format=fmt, validation_fraction=validation_fraction, seed=seed, view=view,
+        history=history,
+    )  # fmt: skip
     report = build_sft(curated, out, config)
     dropped = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "none"
     typer.echo(
         f"{report.episodes} episodes → {report.rows['train']} train rows "
         f"({report.repeats} repeats), {report.rows['validation']} validation rows "
         f"({len(report.clusters['validation'])} clusters); left out: {dropped}; "
-        f"wrote {out}"
+        f"view {report.view}; wrote {out}"
     )
+
+
+@distill_app.command("stats")
+def stats_command(
+    curated: Path = typer.Option(..., "--curated", help="curated set (shopbench curate's --out)"),
+    views: list[str] = typer.Option(
+        list(STATS_VIEWS), "--view", help="observation view id to measure (repeatable)"
+    ),
+    fits: list[int] = typer.Option(
+        [2048, 4096], "--fit", min=1, help="length whose share of whole episodes to report"
+    ),
+) -> None:
+    """Tokens per curated episode in each observation view and tokenizer, as one JSON object."""
+    from shopbench.distill.stats import StatsConfig, view_stats
+
+    result = view_stats(curated, StatsConfig(views=tuple(views), fits=tuple(fits)))
+    print(result.model_dump_json())
 
 
 @distill_app.command("train")

@@ -2,7 +2,8 @@
 
 The folder holds ``train.parquet`` and ``validation.parquet`` (``datasets.load_dataset(
 "parquet", data_dir=OUT)`` or :func:`load_sft` reads them as two splits) and ``build.json``:
-the config, the counts, every left-out row by reason, and which clusters went to which split.
+the config, the observation view's id (:mod:`shopbench.agents.format.views`), the counts,
+every left-out row by reason, and which clusters went to which split.
 
 Curation's weights carry through by repetition (:func:`~shopbench.distill.split.copies_of`);
 its turn masks through ``train_turns``, which the trainer turns into per-token loss masks.
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.format.views import ObservationView, ViewName
 from shopbench.curation.curated import read_curated
 from shopbench.distill.errors import DistillError, NoSamplesError
 from shopbench.distill.rows import RowFormat, SftRow, rows_of
@@ -77,12 +79,28 @@ class BuildConfig(BaseModel):
     )
     seed: int = Field(default=0, description="seed of the cluster split and weight repetition")
     batch_rows: int = Field(default=1024, ge=1, description="rows per Parquet write")
+    view: ViewName = Field(
+        default="full",
+        description="how tool results read in the rows: full (the environment's text) or "
+        "compact (one line per hit)",
+    )
+    history: int | None = Field(
+        default=None, ge=1,
+        description="keep the tool results of the last N assistant turns whole, the older "
+        "ones as one-line stubs (default: keep all)",
+    )  # fmt: skip
+
+    @property
+    def observation_view(self) -> ObservationView:
+        """The observation view the rows are written in."""
+        return ObservationView(name=self.view, history=self.history)
 
 
 class BuildReport(BaseModel):
     """What the build read, wrote and left out."""
 
     config: BuildConfig
+    view: str = Field(description="the observation view's id (a policy must read the same)")
     episodes: int = Field(description="curated episodes read")
     rows: dict[str, int] = Field(description="split → rows written (repeats counted)")
     repeats: int = Field(description="extra train rows from weights above 1")
@@ -138,7 +156,7 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
     try:
         for episode in read_curated(curated):
             episodes += 1
-            made = rows_of(episode, config.format)
+            made = rows_of(episode, config.format, config.observation_view)
             for reason, n in made.dropped.items():
                 dropped[reason] = dropped.get(reason, 0) + n
             t = episode.trajectory
@@ -162,8 +180,8 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
         for w in writers.values():
             w.close()
     report = BuildReport(
-        config=config, episodes=episodes, rows={s: w.count for s, w in writers.items()},
-        repeats=repeats, dropped=dropped,
+        config=config, view=config.observation_view.id, episodes=episodes,
+        rows={s: w.count for s, w in writers.items()}, repeats=repeats, dropped=dropped,
         clusters={s: sorted(c) for s, c in clusters.items()},
     )  # fmt: skip
     (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

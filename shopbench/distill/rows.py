@@ -17,6 +17,11 @@ Qwen3's inference template keeps reasoning only after the last user query, so an
 with several user turns becomes one row per user turn: the earlier turns' assistant steps
 are context, without their reasoning and never trained. Every trained step must carry its
 reasoning; a row that would train a step without it is left out and counted.
+
+The tool messages are shown in the build's observation view
+(:mod:`shopbench.agents.format.views`): the context a step is trained on is the context a
+policy reading that view gives it (in the step layout, the history window counts back from
+the trained step; in the episode layout, from the episode's end).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.format.views import FULL, ObservationView, apply_view
 from shopbench.chat import ChatMessage
 from shopbench.curation.curated import CuratedEpisode
 
@@ -101,10 +107,11 @@ def _segment_ends(messages: list[ChatMessage]) -> list[tuple[int, int]]:
 
 
 def rows_of(
-    episode: CuratedEpisode, fmt: RowFormat = RowFormat.episode
+    episode: CuratedEpisode, fmt: RowFormat = RowFormat.episode, view: ObservationView = FULL
 ) -> RowsOutcome:
-    """The SFT rows of one curated episode in layout `fmt`; rows with nothing to train, or
-    that would train a step without reasoning, are left out and counted by reason."""
+    """The SFT rows of one curated episode in layout `fmt`, its tool messages in `view`;
+    rows with nothing to train, or that would train a step without reasoning, are left out
+    and counted by reason."""
     t = episode.trajectory
     messages = t.messages
     assistant_at = [i for i, m in enumerate(messages) if m.role == "assistant"]
@@ -118,9 +125,11 @@ def rows_of(
         out.dropped[reason] = out.dropped.get(reason, 0) + 1
 
     def row(segment: int, end: int, start: int, trained: set[int], step: int | None) -> None:
-        shown = [
-            message_dict(m, keep_reasoning=i >= start) for i, m in enumerate(messages[:end])
-        ]
+        if step is None:
+            seen = apply_view(messages[:end], view)
+        else:  # the trained step's context, as a policy would have given it, then the step
+            seen = [*apply_view(messages[: end - 1], view), messages[end - 1]]
+        shown = [message_dict(m, keep_reasoning=i >= start) for i, m in enumerate(seen)]
         flags = [i in trained for i in range(end) if messages[i].role == "assistant"]
         out.rows.append(
             SftRow(
