@@ -69,3 +69,13 @@ def inside(root: Path, relative: str) -> Path:
     if target != base and base not in target.parents:
         raise UnsafePath(f"{shown(relative)}: resolves outside {root}")
     return root / relative
+
+
+def partition_of_path(path: str) -> dict[str, str]:
+    """``{"validator": …, "date": …, "intent": …}`` from a shard path's folders."""
+    out: dict[str, str] = {}
+    for part in path.split("/")[:-1]:
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key] = value
+    return out

@@ -59,7 +59,7 @@ from shopbench.archive.manifest import (
     parse_manifest,
     verify_manifest,
 )
-from shopbench.archive.paths import inside, shard_path, shown, validator_name
+from shopbench.archive.paths import inside, partition_of_path, shard_path, shown, validator_name
 from shopbench.archive.remote import RemoteTarget
 from shopbench.archive.shards import verify_shard_file
 from shopbench.archive.signing import Verifier
@@ -105,7 +105,7 @@ class PullFilters(BaseModel):
 
     def wants_path(self, path: str) -> bool:
         """Whether a shard at `path` can pass the filters its partition decides."""
-        parts = dict(p.partition("=")[::2] for p in path.split("/")[:-1])
+        parts = partition_of_path(path)
         if self.intents and parts.get("intent") not in self.intents:
             return False
         return not self.dates or parts.get("date") in {d.isoformat() for d in self.dates}

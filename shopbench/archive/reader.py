@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shopbench.archive.errors import SinkError, UnsafePath
 from shopbench.archive.manifest import ShardManifest, verify_manifest
-from shopbench.archive.paths import shard_path, shown
+from shopbench.archive.paths import partition_of_path, shard_path, shown
 from shopbench.archive.shards import iter_manifests, verify_shard
 from shopbench.archive.signing import Verifier
 
@@ -39,12 +39,7 @@ class ShardRef(BaseModel):
 
     def partition(self) -> dict[str, str]:
         """The hive partition of the shard's path (validator, date, intent)."""
-        out: dict[str, str] = {}
-        for part in self.manifest.path.split("/")[:-1]:
-            key, sep, value = part.partition("=")
-            if sep:
-                out[key] = value
-        return out
+        return partition_of_path(self.manifest.path)
 
 
 class Dropped(BaseModel):

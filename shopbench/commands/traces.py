@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from shopbench.archive.filters import TraceFilter
+from shopbench.archive.filters import TraceFilter, is_list_filter
 from shopbench.commands.blocks import Block, model_options, takes
 
 traces_app = typer.Typer(
@@ -27,8 +27,6 @@ def _filter_block() -> Block:
     """Every trace filter as an option of its own, derived from
     :class:`~shopbench.archive.filters.TraceFilter` (help from each field's description), and
     built into that filter (``filters``); a malformed value is one line naming it."""
-    from shopbench.archive.filters import is_list_filter
-
     def note(name: str) -> str:
         return " (comma-separated)" if is_list_filter(name) else ""
 

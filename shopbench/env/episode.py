@@ -30,6 +30,7 @@ from shopbench.env.tokens import TokenBook
 from shopbench.env.toolkit import ToolSpec, bind_arguments
 from shopbench.env.tools import ShopTools
 from shopbench.errors import ShopbenchError
+from shopbench.records.binding import result_digest
 
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
@@ -73,8 +74,9 @@ class ToolCallRecord(BaseModel):
 
     @property
     def digest(self) -> str:
-        """sha256 of the observation content, for archives that keep only a digest."""
-        return hashlib.sha256(self.result.encode("utf-8")).hexdigest()
+        """sha256 of the observation content, for archives that keep only a digest (the one
+        digest the tool-log binding checks messages against)."""
+        return result_digest(self.result)
 
 
 def episode_id(key: bytes) -> str:
