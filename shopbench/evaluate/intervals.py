@@ -9,6 +9,11 @@ percentile interval of the resampled ratios.
 
 The paired interval of a difference resamples the same tasks for both runs, so the
 task-to-task spread that both share cancels, as in a paired test.
+
+Tasks that share a product group are not independent either. Given one cluster key per task,
+a resample draws clusters with replacement and takes every task of each drawn cluster (the
+cluster bootstrap); the estimator stays the ratio of sums over the tasks drawn. Without
+cluster keys each task is its own cluster, and the draws are the plain bootstrap's.
 """
 
 from __future__ import annotations
@@ -64,6 +69,18 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(top, bottom, out=np.zeros_like(top, dtype=float), where=bottom > 0)
 
 
+def _clustered(arrays: Sequence[np.ndarray], clusters: Sequence[str] | None) -> list[np.ndarray]:
+    """Each array summed per cluster, clusters in first-seen order; unchanged without keys."""
+    if clusters is None:
+        return list(arrays)
+    n = len(arrays[0])
+    if len(clusters) != n:
+        raise IntervalError(f"{n} tasks but {len(clusters)} cluster keys")
+    order: dict[str, int] = {}
+    index = np.asarray([order.setdefault(c, len(order)) for c in clusters], dtype=np.intp)
+    return [np.bincount(index, weights=a, minlength=len(order)) for a in arrays]
+
+
 def _draws(n: int, config: BootstrapConfig) -> np.ndarray:
     return np.random.default_rng(config.seed).integers(0, n, size=(config.resamples, n))
 
@@ -75,12 +92,18 @@ def _estimate(value: float, samples: np.ndarray, config: BootstrapConfig) -> Est
 
 
 def bootstrap(
-    num: Sequence[float], den: Sequence[float], config: BootstrapConfig | None = None
+    num: Sequence[float],
+    den: Sequence[float],
+    config: BootstrapConfig | None = None,
+    *,
+    clusters: Sequence[str] | None = None,
 ) -> Estimate:
-    """The ratio sum(num)/sum(den) over tasks and its bootstrap interval over tasks."""
+    """The ratio sum(num)/sum(den) over tasks and its bootstrap interval: over tasks, or over
+    `clusters` (one key per task position) when given."""
     config = config or BootstrapConfig()
     n_arr, d_arr = _arrays(num, den)
     value = float(_ratio(n_arr, d_arr))
+    n_arr, d_arr = _clustered([n_arr, d_arr], clusters)
     idx = _draws(len(n_arr), config)
     return _estimate(value, _ratio(n_arr[idx], d_arr[idx]), config)
 
@@ -89,14 +112,18 @@ def paired_difference(
     a: tuple[Sequence[float], Sequence[float]],
     b: tuple[Sequence[float], Sequence[float]],
     config: BootstrapConfig | None = None,
+    *,
+    clusters: Sequence[str] | None = None,
 ) -> Estimate:
     """ratio(a) − ratio(b) over the same tasks (position i is one task in both) and its
-    paired bootstrap interval: each resample draws the same tasks for both runs."""
+    paired bootstrap interval: each resample draws the same tasks (with `clusters`, one key
+    per task position: the same clusters) for both runs."""
     config = config or BootstrapConfig()
     an, ad = _arrays(*a)
     bn, bd = _arrays(*b)
     if len(an) != len(bn):
         raise IntervalError(f"a paired difference needs the same tasks: {len(an)} vs {len(bn)}")
     value = float(_ratio(an, ad) - _ratio(bn, bd))
+    an, ad, bn, bd = _clustered([an, ad, bn, bd], clusters)
     idx = _draws(len(an), config)
     return _estimate(value, _ratio(an[idx], ad[idx]) - _ratio(bn[idx], bd[idx]), config)

@@ -186,3 +186,29 @@ def target_groups(tasks: Iterable[Task], catalog: Catalog) -> tuple[set[str], in
                 unplaced += 1
         unplaced += len(task.targets) - len(ids)
     return groups, unplaced
+
+
+def task_groups(tasks: Iterable[Task], catalog: Catalog) -> dict[str, str]:
+    """Task id → the product group of its targets, looked up as :func:`target_groups` does.
+
+    A task whose targets sit in several groups (a multi-slot task) gets its distinct groups,
+    sorted, joined with ``+``, so two tasks asking for the same groups in any slot order
+    share one; a task none of whose targets can be placed is its own group (its id).
+    """
+    from shopbench.tasks.pool import group_key_of
+
+    chosen = list(tasks)
+    ids = sorted({i for task in chosen for i in task.targets if i})
+    found = dict(zip(ids, catalog.get(ids), strict=True)) if ids else {}
+    out: dict[str, str] = {}
+    for task in chosen:
+        record = task.target_record or {}
+        groups: set[str] = set()
+        for pid in sorted(i for i in task.targets if i):
+            product = found.get(pid)
+            if product is not None:
+                groups.add(product.group_key)
+            elif str(record.get("product_id", "")) == pid and record.get("category"):
+                groups.add(group_key_of(str(record["category"]), str(record.get("brand") or "")))
+        out[task.id] = "+".join(sorted(groups)) if groups else task.id
+    return out

@@ -1,8 +1,10 @@
 """What ``distill eval`` writes: ``report.json``, ``report.md`` and each run's trajectories.
 
 ``report.md`` leads with the overall table (model, baseline, difference), then one table
-per intent, the contamination line and the warnings. Every figure is ``value [low, high]``
-with the report's confidence level.
+per intent, the contamination and group-overlap lines and the warnings. Every figure is
+``value [low, high]`` with the report's confidence level; under each table a line says how
+many tasks in how many product groups it stands on, how its intervals were drawn, and the
+smallest ASR difference its episodes can detect.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from shopbench.archive.durable import replace_durably
 from shopbench.evaluate.errors import ModelEvalError
 from shopbench.evaluate.intervals import Estimate
+from shopbench.evaluate.power import DEFAULT_POWER
 from shopbench.evaluate.trained.run import ModelEvalReport
 from shopbench.evaluate.trained.table import MetricTable, metric_names
 from shopbench.records.trajectory import Trajectory
@@ -49,6 +52,23 @@ def _table(
     return lines
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _sizes(r: ModelEvalReport, table: MetricTable, clustered: bool) -> str:
+    """The line under a table: its tasks and groups, the intervals, the detectable difference."""
+    drawn = "clustered by product group" if clustered else "over tasks"
+    mde = "–" if table.mde is None else f"{table.mde:.2f}"
+    return (
+        f"{_plural(table.tasks, 'task', 'tasks')} in "
+        f"{_plural(table.clusters, 'product group', 'product groups')}, "
+        f"{_plural(r.samples, 'sample', 'samples')} a task; {r.level * 100:g}% intervals "
+        f"{drawn}; smallest detectable ASR difference at this size: {mde} "
+        f"({DEFAULT_POWER * 100:g}% power)"
+    )
+
+
 def render_markdown(r: ModelEvalReport) -> str:
     """The report as a Markdown page."""
     level = f"{r.level * 100:g}%"
@@ -63,7 +83,9 @@ def render_markdown(r: ModelEvalReport) -> str:
         "",
         f"{r.tasks} tasks from `{r.tasks_file}` × {r.samples} sample(s); seed {r.seed}"
         + "".join(f"; {b}" for b in bounds)
-        + f". Intervals: {level} bootstrap over tasks ({r.resamples} resamples)"
+        + f". Intervals: {level} bootstrap over "
+        + ("product groups" if r.model.clustered else "tasks")
+        + f" ({r.resamples} resamples)"
         + ("; differences paired over tasks." if r.baseline else "."),
     ]
     if r.baseline:
@@ -73,15 +95,24 @@ def render_markdown(r: ModelEvalReport) -> str:
         r, r.model.overall, r.baseline.overall if r.baseline else None,
         r.difference.overall if r.difference else None,
     )
+    lines += ["", _sizes(r, r.model.overall, r.model.clustered)]
+    if r.difference is not None:
+        lines.append(
+            f"The difference is paired over the {r.difference.tasks} tasks both runs played, "
+            f"in {r.difference.clusters} product groups."
+        )
     for intent, table in r.model.by_intent.items():
         base = r.baseline.by_intent.get(intent) if r.baseline else None
         diff = r.difference.by_intent.get(intent) if r.difference else None
         lines += ["", f"## {intent} ({table.tasks} tasks, {table.episodes} episodes)", ""]
         lines += _table(r, table, base, diff)
+        lines += ["", _sizes(r, table, r.model.clustered)]
     lines += ["", "## Contamination", ""]
     lines.append(
         r.contamination.line() if r.contamination else "not checked (no --train given)"
     )
+    if r.group_overlap is not None:
+        lines += ["", r.group_overlap.line()]
     if r.warnings:
         lines += ["", "## Warnings", ""]
         lines += [f"- {w}" for w in r.warnings]

@@ -2,10 +2,13 @@
 
 Both policies play every task of the file K times through the evaluation runner (the one
 episode loop, episode keys from the seed, so the two runs see the same ids); the table
-(:mod:`shopbench.evaluate.trained.table`) has each metric with its bootstrap interval over
-tasks and the paired difference. What could make the figures mean less than they seem is
-said in the report: tasks that are not held out, a model endpoint that serves another model
-than named, K greedy samples, and how many evaluation queries overlap the training set.
+(:mod:`shopbench.evaluate.trained.table`) has each metric with its bootstrap interval,
+clustered by the tasks' product groups, the paired difference, and per table the number of
+groups and the smallest detectable ASR difference. What could make the figures mean less
+than they seem is said in the report: tasks that are not held out, a model endpoint that
+serves another model than named, K greedy samples, how many evaluation queries overlap the
+training set, and how many of the evaluation's product groups the training calls touched
+(refused before any episode with ``forbid_shared_groups``).
 """
 
 from __future__ import annotations
@@ -28,16 +31,25 @@ from shopbench.evaluate.runner import EvalConfig, run_evaluation
 from shopbench.evaluate.trained.overlap import (
     DEFAULT_THRESHOLD,
     Contamination,
+    GroupOverlap,
     contamination,
+    group_overlap,
+    training_product_ids,
 )
 from shopbench.evaluate.trained.table import DifferenceTable, RunTable, difference_table, run_table
 from shopbench.openai_compat.spec import OPENAI_PREFIX
 from shopbench.records.trajectory import Trajectory
+from shopbench.tasks.split import target_groups, task_groups
 from shopbench.trajectory.loop import RunLimits
 
 if TYPE_CHECKING:
+    from shopbench.catalog.store import Catalog
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.model import Task
+
+GROUPS_NAMED = 5
+"""Shared product groups an error names; the rest are counted."""
+
 
 class ModelEvalConfig(BaseModel):
     """What ``distill eval`` runs."""
@@ -63,6 +75,10 @@ class ModelEvalConfig(BaseModel):
     threshold: float = Field(
         default=DEFAULT_THRESHOLD, gt=0, le=1, description="contamination containment threshold"
     )
+    forbid_shared_groups: bool = Field(
+        default=False, description="refuse to run, before any episode, when the training "
+        "set's tool calls touch a product group of the evaluation's targets (else a warning)",
+    )  # fmt: skip
     bootstrap: BootstrapConfig = Field(
         default_factory=BootstrapConfig, description="the intervals"
     )
@@ -91,6 +107,9 @@ class ModelEvalReport(BaseModel):
         default=None, description="model − baseline, paired over tasks"
     )
     contamination: Contamination | None = None
+    group_overlap: GroupOverlap | None = Field(
+        default=None, description="the evaluation's product groups the training set touched"
+    )
     warnings: list[str] = Field(default_factory=list)
     seconds: dict[str, float] = Field(description="wall time of each run")
 
@@ -145,6 +164,26 @@ def check_endpoint(spec: str) -> list[str]:
     return [] if served else [f"{spec}: the server lists no models; the name is unchecked"]
 
 
+def check_groups(
+    tasks: Sequence[Task], training_set: Path, catalog: Catalog, *, forbid: bool
+) -> GroupOverlap:
+    """The overlap of the tasks' target groups with the groups of the products the training
+    set's tool calls name; ModelEvalError naming the count and a few groups when any is
+    shared and `forbid` is set."""
+    groups, _ = target_groups(tasks, catalog)
+    overlap = group_overlap(groups, training_product_ids(training_set), catalog)
+    if forbid and overlap.shared_count:
+        named = ", ".join(overlap.shared[:GROUPS_NAMED])
+        more = overlap.shared_count - min(GROUPS_NAMED, len(overlap.shared))
+        raise ModelEvalError(
+            f"{training_set}: {overlap.shared_count} product groups of the evaluation's "
+            f"targets are in the training set's tool calls ({named}"
+            + (f" and {more} more" if more else "") + "); evaluate on groups it never "
+            "touched, or drop forbid_shared_groups"
+        )
+    return overlap
+
+
 def _play(
     env: ShoppingEnv, tasks: Sequence[Task], spec: str, config: ModelEvalConfig,
     on_done: Callable[[Trajectory], None] | None,
@@ -189,6 +228,7 @@ def evaluate_model(
             f"pass@{config.samples} equals pass@1"
         )
     line = None
+    shared: GroupOverlap | None = None
     if config.training_set is not None:
         line = contamination(
             [(t.id, t.query) for t in tasks], config.training_set,
@@ -196,6 +236,11 @@ def evaluate_model(
         )  # fmt: skip
         if line.overlapping:
             warnings.append(line.line())
+        shared = check_groups(
+            tasks, config.training_set, env.catalog, forbid=config.forbid_shared_groups
+        )
+        if shared.shared_count:
+            warnings.append(shared.line())
     runs: dict[str, tuple[list[Trajectory], float]] = {}
     for spec in specs:
         done = (lambda t, s=spec: on_done(s, t)) if on_done is not None else None
@@ -203,6 +248,7 @@ def evaluate_model(
         trajectories, _ = _play(env, tasks, spec, config, done)
         runs[spec] = (trajectories, time.perf_counter() - started)
     boot = config.bootstrap
+    groups = task_groups(tasks, env.catalog)
     model_ts = runs[config.model][0]
     base_ts = runs[config.baseline][0] if config.baseline else []
     report = ModelEvalReport(
@@ -216,16 +262,21 @@ def evaluate_model(
         splits=dict(Counter(t.split for t in tasks)),
         level=boot.level,
         resamples=boot.resamples,
-        model=run_table(model_ts, policy=config.model, samples=config.samples, boot=boot),
+        model=run_table(
+            model_ts, policy=config.model, samples=config.samples, boot=boot, groups=groups
+        ),
         baseline=(
-            run_table(base_ts, policy=config.baseline, samples=config.samples, boot=boot)
+            run_table(
+                base_ts, policy=config.baseline, samples=config.samples, boot=boot,
+                groups=groups,
+            ) if config.baseline else None
+        ),  # fmt: skip
+        difference=(
+            difference_table(model_ts, base_ts, config.samples, boot, groups)
             if config.baseline else None
         ),
-        difference=(
-            difference_table(model_ts, base_ts, config.samples, boot) if config.baseline
-            else None
-        ),
         contamination=line,
+        group_overlap=shared,
         warnings=warnings,
         seconds={spec: round(s, 3) for spec, (_, s) in runs.items()},
     )

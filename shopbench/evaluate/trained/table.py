@@ -1,5 +1,12 @@
 """The table of a trained model's evaluation: per intent and overall, every metric with its
-bootstrap interval over tasks, and the paired difference to a baseline.
+bootstrap interval, and the paired difference to a baseline.
+
+Given each task's product group, the intervals are clustered by group (a resample draws
+groups, see :mod:`shopbench.evaluate.intervals`; a task missing from the map is its own
+group), and each table states how many groups its tasks are in and the smallest ASR
+difference its episodes can detect (:func:`shopbench.evaluate.power.detectable_difference`,
+the design effect from the intra-group correlation of success). Without the map every task
+is its own group.
 
 Metrics (each a ratio of sums over tasks, see :mod:`shopbench.evaluate.intervals`):
 
@@ -21,12 +28,13 @@ protocol long before it learns to shop.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap, paired_difference
 from shopbench.evaluate.metrics import attempt_counts, pass_at_k, pass_hat_k
+from shopbench.evaluate.power import detectable_difference, intra_cluster_correlation
 from shopbench.records.trajectory import TerminationReason, Trajectory
 
 MALFORMED_CALLS = frozenset({"unknown_tool", "bad_argument"})
@@ -35,6 +43,8 @@ OVERALL = "overall"
 
 Ratio = tuple[list[float], list[float]]
 """Per-task numerators and denominators of one metric, tasks in one fixed order."""
+Groups = Mapping[str, str]
+"""Task id → product group, the clusters of the intervals."""
 
 
 class MetricTable(BaseModel):
@@ -44,6 +54,12 @@ class MetricTable(BaseModel):
 
     tasks: int
     episodes: int
+    clusters: int = Field(description="distinct product groups among the tasks")
+    mde: float | None = Field(
+        description="the smallest ASR difference these episodes detect in a paired comparison "
+        "(two-sided at the intervals' level, 80% power, clustered by product group); None "
+        "without episodes"
+    )
     metrics: dict[str, Estimate | None] = Field(
         description="None where the metric is undefined (valid_tool_calls of a run that made "
         "no call)"
@@ -57,6 +73,9 @@ class RunTable(BaseModel):
 
     policy: str
     samples: int
+    clustered: bool = Field(
+        default=False, description="whether the intervals are clustered by product group"
+    )
     overall: MetricTable
     by_intent: dict[str, MetricTable]
 
@@ -66,8 +85,13 @@ class DifferenceTable(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    tasks: int = Field(description="tasks both runs played")
+    clusters: int = Field(description="distinct product groups among those tasks")
     overall: dict[str, Estimate | None]
     by_intent: dict[str, dict[str, Estimate | None]]
+    intent_clusters: dict[str, int] = Field(
+        default_factory=dict, description="per intent, the product groups of its shared tasks"
+    )
 
 
 def metric_names(samples: int) -> list[str]:
@@ -124,55 +148,103 @@ def _groups(trajectories: Sequence[Trajectory]) -> dict[str, list[Trajectory]]:
     return groups
 
 
-def _table(trajectories: Sequence[Trajectory], samples: int, boot: BootstrapConfig) -> MetricTable:
+def cluster_keys(tasks: Sequence[str], groups: Groups | None) -> list[str]:
+    """Each task's product group, a task missing from `groups` its own."""
+    return [(groups or {}).get(t, t) for t in tasks]
+
+
+def _mde(
+    successes: Sequence[float], episodes: Sequence[float], keys: Sequence[str], level: float
+) -> float | None:
+    """The detectable ASR difference of tasks with these successes and episodes."""
+    total = int(sum(episodes))
+    if total < 1:
+        return None
+    order: dict[str, int] = {}
+    wins: list[float] = []
+    sizes: list[float] = []
+    for c, n, key in zip(successes, episodes, keys, strict=True):
+        at = order.setdefault(key, len(order))
+        if at == len(wins):
+            wins.append(0.0)
+            sizes.append(0.0)
+        wins[at] += c
+        sizes[at] += n
+    return detectable_difference(
+        sum(wins) / total, total, mean_size=total / len(order),
+        icc=intra_cluster_correlation(wins, sizes), level=level,
+    )  # fmt: skip
+
+
+def _table(
+    trajectories: Sequence[Trajectory], samples: int, boot: BootstrapConfig,
+    groups: Groups | None,
+) -> MetricTable:
     tasks, ratios = per_task(trajectories, samples)
+    keys = cluster_keys(tasks, groups)
+    clusters = keys if groups is not None else None
     return MetricTable(
         tasks=len(tasks),
         episodes=len(trajectories),
+        clusters=len(set(keys)),
+        mde=_mde(*ratios["asr"], keys, boot.level),
         metrics={
-            m: bootstrap(num, den, boot) if sum(den) > 0 else None
+            m: bootstrap(num, den, boot, clusters=clusters) if sum(den) > 0 else None
             for m, (num, den) in ratios.items()
         },
     )
 
 
 def run_table(
-    trajectories: Sequence[Trajectory], *, policy: str, samples: int, boot: BootstrapConfig
+    trajectories: Sequence[Trajectory], *, policy: str, samples: int, boot: BootstrapConfig,
+    groups: Groups | None = None,
 ) -> RunTable:
-    """The table of one run (every task played `samples` times)."""
-    groups = _groups(trajectories)
+    """The table of one run (every task played `samples` times); with `groups` (task id →
+    product group) its intervals are clustered by group."""
+    by = _groups(trajectories)
     return RunTable(
         policy=policy,
         samples=samples,
-        overall=_table(groups.pop(OVERALL), samples, boot),
-        by_intent={intent: _table(ts, samples, boot) for intent, ts in groups.items()},
+        clustered=groups is not None,
+        overall=_table(by.pop(OVERALL), samples, boot, groups),
+        by_intent={intent: _table(ts, samples, boot, groups) for intent, ts in by.items()},
     )
 
 
 def _paired(
-    model: Sequence[Trajectory], base: Sequence[Trajectory], samples: int, boot: BootstrapConfig
-) -> dict[str, Estimate | None]:
+    model: Sequence[Trajectory], base: Sequence[Trajectory], samples: int, boot: BootstrapConfig,
+    groups: Groups | None,
+) -> tuple[dict[str, Estimate | None], list[str]]:
+    """Every metric's paired difference, and the cluster key of each shared task."""
     m_tasks, m = per_task(model, samples)
     b_tasks, b = per_task(base, samples)
     shared = [t for t in m_tasks if t in set(b_tasks)]
     mi = [m_tasks.index(t) for t in shared]
     bi = [b_tasks.index(t) for t in shared]
+    keys = cluster_keys(shared, groups)
+    clusters = keys if groups is not None else None
     out: dict[str, Estimate | None] = {}
     for metric in m:
         a = ([m[metric][0][i] for i in mi], [m[metric][1][i] for i in mi])
         b_ = ([b[metric][0][i] for i in bi], [b[metric][1][i] for i in bi])
         defined = sum(a[1]) > 0 and sum(b_[1]) > 0
-        out[metric] = paired_difference(a, b_, boot) if defined else None
-    return out
+        out[metric] = paired_difference(a, b_, boot, clusters=clusters) if defined else None
+    return out, keys
 
 
 def difference_table(
     model: Sequence[Trajectory], baseline: Sequence[Trajectory], samples: int,
-    boot: BootstrapConfig,
+    boot: BootstrapConfig, groups: Groups | None = None,
 ) -> DifferenceTable:
-    """Model − baseline over the tasks both played, overall and per intent."""
+    """Model − baseline over the tasks both played, overall and per intent; with `groups`
+    (task id → product group) the paired intervals are clustered by group."""
     mg, bg = _groups(model), _groups(baseline)
+    overall, keys = _paired(mg.pop(OVERALL), bg.pop(OVERALL), samples, boot, groups)
+    by_intent = {i: _paired(ts, bg[i], samples, boot, groups) for i, ts in mg.items() if i in bg}
     return DifferenceTable(
-        overall=_paired(mg.pop(OVERALL), bg.pop(OVERALL), samples, boot),
-        by_intent={i: _paired(ts, bg[i], samples, boot) for i, ts in mg.items() if i in bg},
+        tasks=len(keys),
+        clusters=len(set(keys)),
+        overall=overall,
+        by_intent={i: d for i, (d, _) in by_intent.items()},
+        intent_clusters={i: len(set(k)) for i, (_, k) in by_intent.items()},
     )
