@@ -13,13 +13,21 @@ import pytest
 from distill_data import curated_set, play
 from pydantic import ValidationError
 
+from shopbench.agents.errors import PolicyOptionsError
 from shopbench.agents.format.views import (
+    BRIEF_SYSTEM,
     FULL,
+    VIEW_FILE,
     ObservationView,
     apply_view,
     observation_text,
+    record_view,
+    recorded_view,
+    resolve_view,
     stub,
+    view_tools,
 )
+from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.chat import ChatMessage
 from shopbench.cli import main
 from shopbench.curation.curated import CuratedEpisode
@@ -146,8 +154,11 @@ def test_the_history_window_stubs_only_older_observations(played: list[Trajector
     assert len(shown) == len(t.messages)
     stubs = 0
     for m, seen, turn in zip(t.messages, shown, _turns(t.messages), strict=True):
+        if m.role == "assistant" and turn <= total - 2:  # older turns: calls, no reasoning
+            assert seen == m.model_copy(update={"reasoning_content": None})
+            continue
         if m.role != "tool":
-            assert seen == m  # system prompt, query and assistant turns untouched
+            assert seen == m  # system prompt, query and the window's assistant turns untouched
             continue
         text = m.content or ""
         if turn <= total - 2:
@@ -181,7 +192,13 @@ def test_a_view_has_a_stable_id() -> None:
     assert view.id == "compact/h4"
     assert ObservationView.from_id("compact/h4") == view
     assert ObservationView.from_id("full") == FULL
-    for bad in ("tiny", "compact/4", "compact/h", "full/hx", "compact/h0"):
+    brief = ObservationView.from_id("compact/h2/brief")
+    assert (brief.name, brief.history, brief.prompt, brief.id) == (
+        "compact", 2, "brief", "compact/h2/brief"
+    )
+    assert ObservationView.from_id("full/brief").id == "full/brief"
+    for bad in ("tiny", "compact/4", "compact/h", "full/hx", "compact/h0", "compact/brief/h2",
+                "compact/h2/h3", "compact/brief/brief", "compact/short"):  # fmt: skip
         with pytest.raises(ValueError):
             ObservationView.from_id(bad)
     with pytest.raises(ValidationError):
@@ -277,3 +294,64 @@ def test_stats_count_fewer_tokens_in_the_compact_view(
         assert views["compact"]["smollm2"]["median"] < views["full"]["smollm2"]["median"]
     else:
         assert "smollm2" in result["skipped"]
+
+
+def test_the_brief_prompt_keeps_the_limits_every_tool_and_parameter(
+    played: list[Trajectory],
+) -> None:
+    t = played[0]
+    view = ObservationView.from_id("full/brief")
+    seen = apply_view(t.messages, view)
+    system = seen[0].content or ""
+    assert system.startswith(BRIEF_SYSTEM)
+    limits = re.search(r"You have at most \d+ turns[^.]*\.", t.messages[0].content or "")
+    assert limits is not None and system.endswith(limits.group(0))
+    assert len(system) < len(t.messages[0].content or "") / 2
+    assert [m.content for m in seen[1:]] == [m.content for m in t.messages[1:]]
+    brief = view_tools(t.tools, view)
+    assert len(json.dumps(brief)) < len(json.dumps(t.tools)) * 0.8
+    for full, short in zip(t.tools, brief, strict=True):
+        f, b = full["function"], short["function"]
+        assert b["name"] == f["name"] and f["description"].startswith(b["description"])
+        assert b["parameters"]["required"] == f["parameters"]["required"]
+        for key, spec in f["parameters"]["properties"].items():
+            got = b["parameters"]["properties"][key]
+            assert got["type"] == spec["type"] and got.get("enum") == spec.get("enum")
+    assert view_tools(t.tools, FULL) == t.tools
+
+
+def test_the_history_window_drops_the_reasoning_of_older_turns(
+    played: list[Trajectory],
+) -> None:
+    t = max(played, key=lambda t: sum(m.role == "assistant" for m in t.messages))
+    seen = apply_view(t.messages, ObservationView(name="compact", history=1))
+    assistants = [(m, s) for m, s in zip(t.messages, seen, strict=True) if m.role == "assistant"]
+    assert len(assistants) >= 3
+    for m, s in assistants[:-1]:
+        assert s.reasoning_content is None and s.tool_calls == m.tool_calls
+    last, shown = assistants[-1]
+    assert shown == last
+
+
+def test_a_model_directory_records_its_view_and_refuses_another(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    assert recorded_view(model) is None
+    assert resolve_view(None, None, "m") == FULL
+    view = ObservationView.from_id("compact/h1/brief")
+    record_view(model, view)
+    assert json.loads((model / VIEW_FILE).read_text()) == {"view": "compact/h1/brief"}
+    assert recorded_view(model) == view
+    assert resolve_view(view, None, "m") == view
+    assert resolve_view(view, "compact/h1/brief", "m") == view
+    with pytest.raises(PolicyOptionsError, match="trained on the observation view "
+                       "'compact/h1/brief', not 'full'"):  # fmt: skip
+        resolve_view(view, "full", str(model))
+    with pytest.raises(PolicyOptionsError, match="trained on the observation view"):
+        check_applies(PolicyOptions(view="compact"), [f"hf:{model}"])
+    check_applies(PolicyOptions(view="compact/h1/brief"), [f"hf:{model}"])
+    (model / VIEW_FILE).write_text("{}")
+    with pytest.raises(PolicyOptionsError, match="not a recorded observation view"):
+        recorded_view(model)
+    with pytest.raises(ValidationError):
+        PolicyOptions(view="tiny")

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from shopbench.agents.format.markers import THINK_OPEN
 from shopbench.agents.format.parse import parse_completion
 from shopbench.agents.format.render import think_block
+from shopbench.agents.format.views import ObservationView, apply_view, view_tools
 from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.openai_compat.client import OpenAIClient, Sleep
 from shopbench.openai_compat.config import EndpointSettings
@@ -55,6 +56,16 @@ class OpenAIPolicyConfig(EndpointSettings):
     extra_body: dict[str, Any] = Field(
         default_factory=dict, description="more request fields, e.g. chat_template_kwargs"
     )
+    view: str = Field(
+        default="full", description="observation view id the tool results are sent in "
+        "(full: the environment's text; compact, compact/h2, ...)",
+    )  # fmt: skip
+
+    @field_validator("view")
+    @classmethod
+    def _view_id(cls, value: str) -> str:
+        ObservationView.from_id(value)
+        return value
 
     @property
     def chat_url(self) -> str:
@@ -74,6 +85,7 @@ class OpenAIPolicy:
         self.config = config
         self.name = f"openai:{config.model}"
         self._client = OpenAIClient(config.client_config(_MAX_CONNECTIONS), sleep=sleep)
+        self.view = ObservationView.from_id(config.view)
 
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]
@@ -86,11 +98,11 @@ class OpenAIPolicy:
         """
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [self._outgoing(m) for m in messages],
+            "messages": [self._outgoing(m) for m in apply_view(messages, self.view)],
             **self.config.extra_body,
         }
         if tools:
-            body["tools"] = tools
+            body["tools"] = view_tools(tools, self.view)
             body["tool_choice"] = "auto"
         for name in ("temperature", "top_p", "max_tokens", "seed"):
             value = getattr(self.config, name)

@@ -29,10 +29,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shopbench.agents.errors import PolicyOptionsError
-from shopbench.agents.local.config import HF_PREFIX
+from shopbench.agents.format.views import ObservationView, recorded_view, resolve_view
+from shopbench.agents.local.config import HF_PREFIX, model_path
 from shopbench.datafiles import read_mapping
 from shopbench.openai_compat.spec import OPENAI_PREFIX
 
@@ -81,6 +82,18 @@ class PolicyOptions(BaseModel):
         description="chat-template arguments of a model policy, e.g. {\"enable_thinking\": "
         "false}",
     )  # fmt: skip
+    view: str | None = Field(
+        default=None, description="observation view a model policy reads its tool results "
+        "in (full, compact, with /hN a history window: compact/h2); default the one recorded "
+        "in an hf: model's directory, else full",
+    )  # fmt: skip
+
+    @field_validator("view")
+    @classmethod
+    def _view_id(cls, value: str | None) -> str | None:
+        if value is not None:
+            ObservationView.from_id(value)
+        return value
 
     def model_options_given(self) -> list[str]:
         """The options set that only a model policy takes (the loop's are left out)."""
@@ -109,6 +122,8 @@ class PolicyOptions(BaseModel):
         }
         if self.seed is not None:
             out["sampling_seed"] = self.seed + sample
+        if self.view is not None:
+            out["view"] = self.view
         name = spec.strip()
         if name.startswith(HF_PREFIX):
             if self.max_tokens is not None:
@@ -153,8 +168,9 @@ def is_model_spec(spec: str) -> bool:
 
 def check_applies(options: PolicyOptions, specs: Iterable[str]) -> None:
     """PolicyOptionsError when model options are set but none of `specs` is a model policy:
-    they would change nothing, which is never what was meant. Reference policies among model
-    ones simply take none."""
+    they would change nothing, which is never what was meant (reference policies among model
+    ones simply take none); or when the view asked for differs from the one an ``hf:``
+    model's directory records it was trained on."""
     given = options.model_options_given()
     names = [s for s in specs if s]
     if given and not any(is_model_spec(s) for s in names):
@@ -163,6 +179,10 @@ def check_applies(options: PolicyOptions, specs: Iterable[str]) -> None:
             "reference policies take no model options); name an hf:PATH or "
             "openai:MODEL@URL policy, or drop the options"
         )
+    for name in names:
+        if name.strip().startswith(HF_PREFIX):
+            path = model_path(name)
+            resolve_view(recorded_view(path) if path.is_dir() else None, options.view, str(path))
 
 
 def parse_template_args(pairs: Sequence[str], flag: str = "--template-arg") -> dict[str, Any]:

@@ -38,13 +38,14 @@ def build_command(
     seed: int = _BUILD.option("seed", "--seed"),
     view: str = _BUILD.option("view", "--view"),
     history: int | None = _BUILD.option("history", "--history"),
+    prompt: str = _BUILD.option("prompt", "--prompt"),
 ) -> None:
     """Write the SFT dataset (train/validation Parquet in TRL's conversational format)."""
     from shopbench.distill.dataset import build_sft
 
     config = _BUILD.build(
         format=fmt, validation_fraction=validation_fraction, seed=seed, view=view,
-        history=history,
+        history=history, prompt=prompt,
     )  # fmt: skip
     report = build_sft(curated, out, config)
     dropped = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "none"
@@ -65,11 +66,17 @@ def stats_command(
     fits: list[int] = typer.Option(
         [2048, 4096], "--fit", min=1, help="length whose share of whole episodes to report"
     ),
+    fmt: RowFormat = typer.Option(
+        RowFormat.episode, "--format", help="row layout: episode, or step (an episode's "
+        "length is then its longest step row)",
+    ),  # fmt: skip
 ) -> None:
     """Tokens per curated episode in each observation view and tokenizer, as one JSON object."""
     from shopbench.distill.stats import StatsConfig, view_stats
 
-    result = view_stats(curated, StatsConfig(views=tuple(views), fits=tuple(fits)))
+    result = view_stats(
+        curated, StatsConfig(views=tuple(views), fits=tuple(fits), format=fmt)
+    )
     print(result.model_dump_json())
 
 
@@ -141,6 +148,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     from shopbench.commands.distill_rl import register_rl
 
     register_rl(distill_app)
+    from shopbench.commands.distill_experiment import register_experiment
+
+    register_experiment(distill_app)
     app.add_typer(distill_app, name="distill")
 
     from shopbench.bench.distill import DistillBenchConfig

@@ -81,6 +81,11 @@ def template_arg() -> Any:
     )  # fmt: skip
 
 
+def view() -> Any:
+    """``--view``: the observation view a model policy reads."""
+    return _OPTIONS.option("view", "--view")
+
+
 def resolve(
     path: Path | None,
     *,
@@ -91,13 +96,14 @@ def resolve(
     request_timeout_s: float | None = None,
     turn_timeout_s: float | None = None,
     template_arg: list[str] | None = None,
+    view: str | None = None,
 ) -> PolicyOptions:
     """The options of the file at `path` (None: none) with the flags given on top. A flag's
     refused value is a usage error naming it; the file's, an error naming the file."""
     flags = _OPTIONS.build(
         temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed,
         request_timeout_s=request_timeout_s, turn_timeout_s=turn_timeout_s,
-        template_kwargs=parse_template_args(template_arg or []),
+        template_kwargs=parse_template_args(template_arg or []), view=view,
     )  # fmt: skip
     return resolve_policy_options(path, flags)
 
@@ -117,17 +123,18 @@ def policy_block(turn_timeout_default: float, *, request_timeout_flag: bool = Tr
           if request_timeout_flag else []),
         option("turn_timeout", float | None, turn_timeout(turn_timeout_default)),
         option("template_arg", list[str], template_arg()),
+        option("view", str | None, view()),
     ]  # fmt: skip
 
     def build(
         policy_config: Path | None, temperature: float | None, top_p: float | None,
         max_tokens: int | None, sampling_seed: int | None, turn_timeout: float | None,
-        template_arg: list[str], request_timeout: float | None = None,
+        template_arg: list[str], view: str | None = None, request_timeout: float | None = None,
     ) -> PolicyOptions:  # fmt: skip
         return resolve(
             policy_config, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
             seed=sampling_seed, request_timeout_s=request_timeout, turn_timeout_s=turn_timeout,
-            template_arg=template_arg,
+            template_arg=template_arg, view=view,
         )  # fmt: skip
 
     return Block("policy_options", parameters, build)

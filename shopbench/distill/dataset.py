@@ -21,11 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.agents.format.views import ObservationView, ViewName
+from shopbench.agents.format.views import ObservationView, PromptName, ViewName
 from shopbench.curation.curated import read_curated
 from shopbench.distill.errors import DistillError, NoSamplesError
 from shopbench.distill.rows import RowFormat, SftRow, rows_of
 from shopbench.distill.split import copies_of, split_of
+from shopbench.records.task import Intent
 
 SPLITS = ("train", "validation")
 REPORT = "build.json"
@@ -89,11 +90,19 @@ class BuildConfig(BaseModel):
         description="keep the tool results of the last N assistant turns whole, the older "
         "ones as one-line stubs (default: keep all)",
     )  # fmt: skip
+    prompt: PromptName = Field(
+        default="full", description="the system prompt and tool schemas: full (the "
+        "environment's) or brief (the same rules and tools in a few sentences)",
+    )  # fmt: skip
+
+    intents: list[Intent] | None = Field(
+        default=None, description="keep only the episodes of these intents (None: every one)"
+    )
 
     @property
     def observation_view(self) -> ObservationView:
         """The observation view the rows are written in."""
-        return ObservationView(name=self.view, history=self.history)
+        return ObservationView(name=self.view, history=self.history, prompt=self.prompt)
 
 
 class BuildReport(BaseModel):
@@ -155,6 +164,9 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
     episodes = repeats = 0
     try:
         for episode in read_curated(curated):
+            if config.intents is not None and episode.trajectory.intent not in config.intents:
+                dropped["another intent"] = dropped.get("another intent", 0) + 1
+                continue
             episodes += 1
             made = rows_of(episode, config.format, config.observation_view)
             for reason, n in made.dropped.items():

@@ -32,7 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.agents.format.views import FULL, ObservationView, apply_view
+from shopbench.agents.format.views import FULL, ObservationView, apply_view, view_tools
 from shopbench.chat import ChatMessage
 from shopbench.curation.curated import CuratedEpisode
 
@@ -118,7 +118,7 @@ def rows_of(
     mask = episode.turn_mask if episode.turn_mask is not None else [True] * len(assistant_at)
     trained_at = {i for i, keep in zip(assistant_at, mask, strict=True) if keep}
     # Key order as offered: the template renders the schemas as they were given at inference.
-    tools = json.dumps(t.tools, ensure_ascii=False)
+    tools = json.dumps(view_tools(t.tools, view), ensure_ascii=False)
     out = RowsOutcome()
 
     def drop(reason: str) -> None:

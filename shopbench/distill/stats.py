@@ -28,7 +28,7 @@ from shopbench.distill.masks import encode_row
 from shopbench.distill.rows import RowFormat, rows_of
 from shopbench.errors import ShopbenchError
 
-VIEWS = ("full", "compact", "compact/h4", "compact/h2")
+VIEWS = ("full", "compact", "compact/h4", "compact/h2", "compact/h2/brief")
 
 
 class StatsConfig(BaseModel):
@@ -43,6 +43,10 @@ class StatsConfig(BaseModel):
     tokenizers: tuple[str, ...] = Field(
         default=("qwen3", "smollm2"), description="tokenizers to count in (qwen3, smollm2)"
     )
+    format: RowFormat = Field(
+        default=RowFormat.episode, description="the rows' layout: an episode's length is its "
+        "longest row (step: its longest step with the context that step reads)",
+    )  # fmt: skip
 
 
 class Lengths(BaseModel):
@@ -134,7 +138,7 @@ def view_stats(curated: Path, config: StatsConfig | None = None) -> StatsResult:
     for episode in read_curated(curated):
         counted = False
         for view in views:
-            rows = rows_of(episode, RowFormat.episode, view).rows
+            rows = rows_of(episode, config.format, view).rows
             if not rows:
                 continue
             counted = True

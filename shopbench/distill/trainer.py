@@ -18,7 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.format.views import FULL, ObservationView, record_view
 from shopbench.distill.config import TrainConfig
+from shopbench.distill.dataset import read_report
 from shopbench.distill.errors import DistillError
 from shopbench.distill.samples import LengthReport, Samples, prepare_samples
 
@@ -53,6 +55,10 @@ class TrainReport(BaseModel):
     eval_loss: list[LossPoint]
     model_dir: str
     merged_dir: str | None = None
+    view: str = Field(
+        default="full", description="the observation view the rows were written in, recorded "
+        "in every model directory written so inference reads the same",
+    )  # fmt: skip
 
 
 class Trained(BaseModel):
@@ -111,6 +117,16 @@ def _losses(history: list[dict[str, Any]], key: str) -> list[LossPoint]:
     return [LossPoint(step=int(h["step"]), loss=float(h[key])) for h in history if key in h]
 
 
+def _data_view(data: Path) -> ObservationView:
+    """The observation view the SFT dataset at `data` was built in (``full`` for a build
+    that records none); DistillError for one that names no view."""
+    recorded = read_report(data).get("view", FULL.id)
+    try:
+        return ObservationView.from_id(str(recorded))
+    except ValueError as e:
+        raise DistillError(f"{data}: build.json: {e}") from None
+
+
 def _load(model: str) -> tuple[Any, int | None]:
     """The tokenizer and the context length of `model` (a folder or a cached hub id)."""
     from transformers import AutoConfig, AutoTokenizer
@@ -134,6 +150,7 @@ def train(
     checkpoints = out / "checkpoints"
     if resume and not any(checkpoints.glob("checkpoint-*")):
         raise DistillError(f"{checkpoints}: no checkpoint to resume from")
+    view = _data_view(data)
     tokenizer, context = _load(model)
     samples: Samples = prepare_samples(tokenizer, data, config, context)
     settled = _settle(config)
@@ -204,6 +221,10 @@ def train(
         merged_dir = out / "merged"
         final.save_pretrained(str(merged_dir))
         tokenizer.save_pretrained(str(merged_dir))
+    if trainer.is_world_process_zero():
+        for written in (model_dir, merged_dir):
+            if written is not None:
+                record_view(written, view)
     history = trainer.state.log_history
     seen = max((int(h.get("num_tokens", 0)) for h in history), default=0)
     report = TrainReport(
@@ -215,6 +236,7 @@ def train(
         tokens_per_s=round(seen / train_s, 1) if train_s > 0 else 0.0,
         train_loss=_losses(history, "loss"), eval_loss=_losses(history, "eval_loss"),
         model_dir=str(model_dir), merged_dir=str(merged_dir) if merged_dir else None,
+        view=view.id,
     )  # fmt: skip
     if trainer.is_world_process_zero():
         (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

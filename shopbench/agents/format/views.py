@@ -9,8 +9,13 @@ reads what training taught:
   options without the descriptions; every product and shop token the full text shows is
   kept, so the agent can act on all of them;
 
-and a history window on top of either: the tool results of all but the last N assistant
-turns are replaced by a one-line stub naming the turn, the tool and how many results it had.
+and a history window on top of either: all but the last N assistant turns keep their calls
+and lose their reasoning, and their tool results are replaced by a one-line stub naming the
+turn, the tool and how many results it had.
+A view can also brief the prompt (``/brief``): the system prompt becomes a few sentences of
+the same rules (its turn and call limits kept) and each tool schema keeps its first sentences
+of description, every parameter, type and allowed value — for a small model whose context
+and compute the full prompt (about 1,300 tokens) would take most of.
 
 Text the parsers do not recognise (an error observation, a cut one, another kind's
 sentence) passes through every view unchanged: a view never raises on what a tool said.
@@ -18,12 +23,16 @@ sentence) passes through every view unchanged: a view never raises on what a too
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Sequence
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.errors import PolicyOptionsError
 from shopbench.chat import ChatMessage
 from shopbench.env.results import (
     ProductDetails,
@@ -36,6 +45,8 @@ from shopbench.env.results import (
 
 ViewName = Literal["full", "compact"]
 VIEWS: tuple[ViewName, ...] = ("full", "compact")
+PromptName = Literal["full", "brief"]
+BRIEF = "brief"
 
 
 class ObservationView(BaseModel):
@@ -51,26 +62,83 @@ class ObservationView(BaseModel):
         description="keep the tool results of the last N assistant turns whole, stub the "
         "older ones (None: keep all)",
     )  # fmt: skip
+    prompt: PromptName = Field(
+        default="full", description="full: the environment's system prompt and tool schemas; "
+        "brief: the same rules and tools in a few sentences",
+    )  # fmt: skip
 
     @property
     def id(self) -> str:
-        """The stable name recorded with a dataset or a model: ``full``, ``compact/h4``."""
-        return self.name if self.history is None else f"{self.name}/h{self.history}"
+        """The stable name recorded with a dataset or a model: ``full``, ``compact/h4``,
+        ``compact/h2/brief``."""
+        parts = [self.name]
+        if self.history is not None:
+            parts.append(f"h{self.history}")
+        if self.prompt == BRIEF:
+            parts.append(BRIEF)
+        return "/".join(parts)
 
     @classmethod
     def from_id(cls, view_id: str) -> ObservationView:
         """The view of an :attr:`id`; ValueError naming the id and the allowed form."""
-        name, _, window = view_id.partition("/")
-        if name not in VIEWS or (window and not (window[:1] == "h" and window[1:].isdigit())):
+        name, *rest = view_id.split("/")
+        window = [p for p in rest if p[:1] == "h" and p[1:].isdigit()]
+        known = len(window) <= 1 and rest.count(BRIEF) <= 1 and (
+            len(window) + rest.count(BRIEF) == len(rest)
+        )  # fmt: skip
+        if name not in VIEWS or not known or (rest and rest[-1] != BRIEF and BRIEF in rest):
             raise ValueError(
                 f"{view_id!r} is not a view id (allowed: {' or '.join(VIEWS)}, optionally "
-                "followed by /h<N>, e.g. compact/h4)"
+                "followed by /h<N> and then /brief, e.g. compact/h4 or compact/h2/brief)"
             )
-        return cls.model_validate({"name": name, "history": int(window[1:]) if window else None})
+        return cls.model_validate({
+            "name": name, "history": int(window[0][1:]) if window else None,
+            "prompt": BRIEF if BRIEF in rest else "full",
+        })  # fmt: skip
 
 
 FULL = ObservationView()
 """The environment's text, every result kept: what a miner reads."""
+VIEW_FILE = "observation_view.json"
+"""The file of a model directory that records the view the model was trained to read."""
+
+
+def recorded_view(model_dir: Path) -> ObservationView | None:
+    """The view recorded in `model_dir` (:data:`VIEW_FILE`), None when none is;
+    PolicyOptionsError naming the file when it is unreadable or names no view."""
+    path = Path(model_dir) / VIEW_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return ObservationView.from_id(str(data["view"]))
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise PolicyOptionsError(f"{path}: not a recorded observation view ({e})") from None
+
+
+def record_view(model_dir: Path, view: ObservationView) -> Path:
+    """Write `view`'s id into `model_dir` (:data:`VIEW_FILE`); the file's path."""
+    path = Path(model_dir) / VIEW_FILE
+    path.write_text(json.dumps({"view": view.id}) + "\n", encoding="utf-8")
+    return path
+
+
+def resolve_view(
+    recorded: ObservationView | None, requested: str | None, where: str
+) -> ObservationView:
+    """The view a policy reads: the one asked for, else the recorded one, else ``full``.
+    PolicyOptionsError when both are given and differ (inference would read what training
+    did not teach), or when the id asked for is not a view."""
+    try:
+        asked = ObservationView.from_id(requested) if requested is not None else None
+    except ValueError as e:
+        raise PolicyOptionsError(f"view: {e}") from None
+    if asked is not None and recorded is not None and asked != recorded:
+        raise PolicyOptionsError(
+            f"{where} was trained on the observation view {recorded.id!r}, not {asked.id!r}; "
+            f"drop the view option or ask for {recorded.id!r}"
+        )
+    return asked or recorded or FULL
 
 
 def _price(p: float) -> str:
@@ -162,13 +230,66 @@ def stub(text: str, tool: str | None, turn: int) -> str:
     return f"[observation of turn {turn} elided: {tool or 'tool'}{_count(text, tool)}]"
 
 
+BRIEF_SYSTEM = (
+    "You are a shopping agent. Find the product or products that satisfy every part of the "
+    "customer's request (the first user message); use only ids the tools showed you. Search "
+    "with find_product (change q, page, price, service, sort or shop_id when it misses), "
+    "check details with view_product_information, call recommend_product once with "
+    "comma-separated product_ids (one per requested item, in the request's order; from one "
+    "shop when asked), then terminate: status success, or failure when nothing fits."
+)
+"""The brief prompt's rules: the environment's, in a few sentences."""
+_LIMITS = re.compile(r"You have at most \d+ turns[^.\n]*\.")
+
+
+def brief_system(text: str) -> str:
+    """The brief system prompt standing for the environment's `text`: :data:`BRIEF_SYSTEM`
+    and the limits sentence of `text`, when it has one."""
+    limits = _LIMITS.search(text)
+    return BRIEF_SYSTEM if limits is None else f"{BRIEF_SYSTEM} {limits.group(0)}"
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split("\n", 1)[0].strip().rstrip(":")
+    cut = head.find(". ")
+    return head if cut < 0 else head[: cut + 1]
+
+
+def view_tools(tools: Sequence[dict[str, Any]], view: ObservationView) -> list[dict[str, Any]]:
+    """The tool schemas as a model reads them in `view`: unchanged, or (a brief prompt) each
+    description cut to its first sentence, every name, parameter, type, enum and required
+    list kept. Schemas of another shape pass through unchanged."""
+    if view.prompt != BRIEF:
+        return list(tools)
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(fn, dict):
+            out.append(tool)
+            continue
+        fn = dict(fn)
+        if isinstance(fn.get("description"), str):
+            fn["description"] = _first_sentence(fn["description"])
+        params = fn.get("parameters")
+        if isinstance(params, dict) and isinstance(params.get("properties"), dict):
+            props = {}
+            for key, spec in params["properties"].items():
+                if isinstance(spec, dict) and isinstance(spec.get("description"), str):
+                    spec = {**spec, "description": _first_sentence(spec["description"])}
+                props[key] = spec
+            fn["parameters"] = {**params, "properties": props}
+        out.append({**tool, "function": fn})
+    return out
+
+
 def apply_view(messages: Sequence[ChatMessage], view: ObservationView) -> list[ChatMessage]:
     """`messages` as a model reads them in `view`: each tool message rendered in the view,
-    and, with a history window of N, the tool messages answering all but the last N
-    assistant turns replaced by their :func:`stub`. System, user and assistant messages are
-    kept as they are, and the list keeps its length and order. The full view without a
-    window returns the messages themselves."""
-    if view.name == "full" and view.history is None:
+    the system prompt briefed when the view briefs it, and, with a history window of N, every
+    assistant turn but the last N kept as its calls and text without its reasoning, and the
+    tool messages answering it replaced by their :func:`stub`. User messages are kept as they
+    are, and the list keeps its length and order. The full view without a window or a brief
+    prompt returns the messages themselves."""
+    if view.name == "full" and view.history is None and view.prompt != BRIEF:
         return list(messages)
     turns = sum(1 for m in messages if m.role == "assistant")
     oldest_kept = turns - view.history + 1 if view.history is not None else 1
@@ -177,6 +298,11 @@ def apply_view(messages: Sequence[ChatMessage], view: ObservationView) -> list[C
     for m in messages:
         if m.role == "assistant":
             turn += 1
+            if turn < oldest_kept and m.reasoning_content:
+                m = m.model_copy(update={"reasoning_content": None})
+        if m.role == "system" and view.prompt == BRIEF and m.content is not None:
+            out.append(m.model_copy(update={"content": brief_system(m.content)}))
+            continue
         if m.role != "tool" or m.content is None:
             out.append(m)
             continue

@@ -54,6 +54,10 @@ class HFPolicyConfig(BaseModel):
         default_factory=dict,
         description="extra arguments of the chat template, e.g. {\"enable_thinking\": false}",
     )
+    view: str | None = Field(
+        default=None, description="observation view id the model reads (None: the one its "
+        "directory records, else full); one that differs from the recorded one is refused",
+    )  # fmt: skip
 
     @property
     def sampled(self) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from shopbench.agents.errors import LocalModelError
 from shopbench.agents.format.parse import parse_generation
+from shopbench.agents.format.views import apply_view, recorded_view, resolve_view, view_tools
 from shopbench.agents.local.batcher import Batcher
 from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
@@ -38,6 +39,7 @@ class HFPolicy:
     def __init__(self, config: HFPolicyConfig, *, engine: HFEngine | None = None) -> None:
         self.config = config
         self.name = f"hf:{config.path}"
+        self.view = resolve_view(recorded_view(config.path), config.view, str(config.path))
         self.engine = engine or shared_engine(config)
 
     def batcher(self) -> Batcher:
@@ -55,11 +57,15 @@ class HFPolicy:
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]
     ) -> AssistantMessage:
-        """Generate the next turn and read it as an assistant message.
+        """Generate the next turn, from the conversation in the model's observation view,
+        and read it as an assistant message.
 
         LocalModelError when the conversation no longer fits the model's context (the loop
         records it as the policy's failure)."""
-        prompt = self.engine.encode(messages, tools, self.config.chat_template_kwargs)
+        shown = apply_view(messages, self.view)
+        prompt = self.engine.encode(
+            shown, view_tools(tools, self.view), self.config.chat_template_kwargs
+        )
         room = self.engine.max_positions - len(prompt)
         if room < 1:
             raise LocalModelError(

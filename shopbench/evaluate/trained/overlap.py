@@ -202,7 +202,7 @@ def _arguments(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _named_ids(messages: Any, token_map: Any = None) -> Iterator[str]:
+def named_product_ids(messages: Any, token_map: Any = None) -> Iterator[str]:
     """The product ids the assistant tool calls of `messages` name, through `token_map`."""
     if isinstance(messages, str):
         try:
@@ -235,7 +235,7 @@ def _ids_jsonl(path: Path) -> Iterator[str]:
             except json.JSONDecodeError as e:
                 raise TrainingSetError(f"{path}:{n}: not JSON ({e.msg})") from None
             if isinstance(record, dict):
-                yield from _named_ids(record.get("messages"), record.get("token_map"))
+                yield from named_product_ids(record.get("messages"), record.get("token_map"))
 
 
 def _ids_parquet(path: Path) -> Iterator[str]:
@@ -249,7 +249,7 @@ def _ids_parquet(path: Path) -> Iterator[str]:
         return  # a query-only file names no product
     for batch in pq.ParquetFile(path).iter_batches(columns=["messages"]):
         for value in batch.column(0).to_pylist():
-            yield from _named_ids(value)
+            yield from named_product_ids(value)
 
 
 def training_product_ids(path: Path) -> set[str]:
