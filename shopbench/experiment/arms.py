@@ -1,0 +1,48 @@
+"""The arms of the experiment: what each one trains on.
+
+Every arm but ``base`` is a curation of the same archive, built into rows in the same view
+and trained with the same steps and row length, so the arms differ in their data alone:
+
+- ``base``: no training (the model as prepared);
+- ``curated``: the release's curation (``shopbench/curation/data/curate.toml``);
+- ``unfiltered``: every archived episode, cheats and failures included (every rule off);
+- ``successes``: the outcome successes alone, nothing else checked (rejection sampling:
+  every rule off but the outcome's, whose bar is a perfect rule score);
+- ``recovery``: the release's curation with its recovery episodes (trial and error that ends
+  in success) weighted up further (:attr:`ArmSettings.recovery_weight`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from shopbench.curation.config import RULES, CurateConfig, load_config
+
+Arm = Literal["base", "curated", "unfiltered", "successes", "recovery"]
+ARMS: tuple[Arm, ...] = ("base", "curated", "unfiltered", "successes", "recovery")
+BASE: Arm = "base"
+
+
+def _off(*keep: str) -> dict[str, Any]:
+    return {rule: {"enabled": False} for rule in RULES if rule not in keep}
+
+
+def curation_of(arm: Arm, *, recovery_weight: float) -> CurateConfig | None:
+    """The curation config of `arm` (None for ``base``, which trains on nothing)."""
+    release = load_config(None)
+    if arm == BASE:
+        return None
+    if arm == "curated":
+        return release
+    if arm == "recovery":
+        weighted = release.recovery.model_copy(update={"weight": recovery_weight})
+        return release.model_copy(update={"recovery": weighted})
+    if arm == "unfiltered":
+        return CurateConfig.model_validate(
+            {**_off(), "recovery": {"weight": 1.0}, "validity": {
+                "enabled": False, "verify_signatures": True,
+            }}  # fmt: skip
+        )
+    return CurateConfig.model_validate(  # successes
+        {**_off("outcome"), "outcome": {"rule_score_min": 1.0}, "recovery": {"weight": 1.0}}
+    )

@@ -1,0 +1,160 @@
+"""What an experiment runs: :class:`ExperimentConfig`, read from one YAML (or TOML, JSON)
+file.
+
+The file names the archive (an arena to play, or one that exists), the model, the view the
+rows and the policies read, the training budget every arm shares, the arms and the held-out
+evaluation. Every check that needs no work runs when the file loads: an unknown arm, view or
+key, a model directory that cannot be played, arms without ``base``. Paths in the file are
+read from the working folder, as a command's paths are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from shopbench.agents.format.views import ObservationView
+from shopbench.agents.local.config import check_model_dir
+from shopbench.datafiles import read_mapping
+from shopbench.distill.config import CONFIGS, shipped_config
+from shopbench.errors import ShopbenchError
+from shopbench.experiment.arms import ARMS, BASE, Arm
+from shopbench.experiment.errors import ExperimentError
+from shopbench.records.task import Intent
+
+
+class ArchiveSpec(BaseModel):
+    """An archive that exists: its folder and the arena's truth file (``arena.json``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path = Field(description="the archive folder (an arena's OUT/archive)")
+    truth: Path | None = Field(
+        default=None, description="the arena's arena.json: which miners are honest"
+    )
+    catalog: Path = Field(description="the catalog the archive's episodes were played on")
+
+
+class TrainSpec(BaseModel):
+    """The training budget every arm shares: a shipped or given config and overrides."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    config: str = Field(
+        default="smollm2-lora", description=f"a shipped config ({', '.join(CONFIGS)}) or a file"
+    )
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="TrainConfig fields over the config (max_steps, ...)"
+    )
+
+
+class EvalSpec(BaseModel):
+    """The held-out evaluation every arm and the base play: the same tasks, the same bounds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tasks: int = Field(default=200, ge=1, description="held-out tasks evaluated")
+    intents: list[Intent] = Field(default_factory=lambda: ["product"], min_length=1)
+    seed: int = Field(default=8, description="seed of the held-out task draw")
+    samples: int = Field(default=1, ge=1, description="episodes per task (K of pass@K)")
+    max_turns: int = Field(default=10, ge=1, description="assistant turns an episode")
+    max_idle_turns: int = Field(
+        default=2, ge=1, description="turns in a row without a tool call that ran"
+    )
+    max_tokens: int = Field(default=192, ge=1, description="tokens a model generates a turn")
+    concurrency: int = Field(default=16, ge=1, description="episodes played at once")
+    turn_timeout_s: float = Field(default=1800.0, gt=0, description="seconds a turn may take")
+
+
+class ExperimentConfig(BaseModel):
+    """One experiment: the archive, the model, the view, the arms, the training, the eval."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seed: int = Field(default=0, description="seed of the build's split, training, sampling")
+    model: Path = Field(description="the base model's directory (distill prepare's --out)")
+    arena: dict[str, Any] | None = Field(
+        default=None, description="shopbench arena options (products, rounds, miners, ...) "
+        "of the arena that makes the archive",
+    )  # fmt: skip
+    archive: ArchiveSpec | None = Field(default=None, description="an archive that exists")
+    view: str = Field(default="full", description="observation view id of rows and policies")
+    format: str = Field(default="step", description="row layout: episode or step")
+    train_intents: list[Intent] | None = Field(
+        default=None, description="train on these intents' episodes only (None: every one)"
+    )
+    arms: list[Arm] = Field(default_factory=lambda: list(ARMS), min_length=1)
+    min_rows: int = Field(
+        default=50, ge=1, description="train rows an arm needs; fewer is an error before training"
+    )
+    recovery_weight: float = Field(
+        default=3.0, gt=0, description="the recovery arm's weight of a recovery episode"
+    )
+    train: TrainSpec = Field(default_factory=TrainSpec)
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @field_validator("view")
+    @classmethod
+    def _view(cls, value: str) -> str:
+        ObservationView.from_id(value)
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        if value not in ("episode", "step"):
+            raise ValueError(f"{value!r} is not a row layout (episode or step)")
+        return value
+
+    @field_validator("arms")
+    @classmethod
+    def _arms(cls, value: list[Arm]) -> list[Arm]:
+        if len(set(value)) != len(value):
+            raise ValueError("an arm is named twice")
+        if BASE not in value:
+            raise ValueError("the arms must include base: every arm is compared with it")
+        return value
+
+    @property
+    def observation_view(self) -> ObservationView:
+        """The view of every arm's rows and every policy."""
+        return ObservationView.from_id(self.view)
+
+    @property
+    def trained_arms(self) -> list[Arm]:
+        """The arms that train (all but base), in the config's order."""
+        return [a for a in self.arms if a != BASE]
+
+
+def load_experiment(path: Path, **overrides: Any) -> ExperimentConfig:
+    """The experiment in the file at `path`, with `overrides` (keys given on the command
+    line) over the file's. ExperimentError naming the file and the first key refused (an
+    unknown arm, view or key), a model directory that cannot be played, or a config naming
+    both or neither of an arena and an archive."""
+    data = read_mapping(path, what="the experiment config", error=ExperimentError,
+                        default="yaml")  # fmt: skip
+    try:
+        config = ExperimentConfig.model_validate({**data, **overrides})
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        key = ".".join(str(x) for x in first["loc"]) or "config"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ExperimentError(f"{path}: {key}: {message}") from None
+    if (config.arena is None) == (config.archive is None):
+        raise ExperimentError(f"{path}: give an arena (to play) or an archive (that exists)")
+    try:
+        check_model_dir(config.model)
+    except ShopbenchError as e:
+        raise ExperimentError(f"{path}: model: {e}") from None
+    if config.train.config not in CONFIGS and not Path(config.train.config).is_file():
+        raise ExperimentError(
+            f"{path}: train.config: {config.train.config} is neither a shipped config "
+            f"({', '.join(CONFIGS)}) nor a file"
+        )
+    return config
+
+
+__all__ = ["ArchiveSpec", "EvalSpec", "ExperimentConfig", "TrainSpec", "load_experiment",
+           "shipped_config"]  # fmt: skip

@@ -1,0 +1,83 @@
+"""The experiment folder: which stages are done, and where each stage's files are.
+
+A stage is done when its folder holds the marker file (written after the stage's last file):
+a rerun skips it; a folder without the marker is what a stopped run left, removed and redone
+(or, for training, resumed from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from shopbench.experiment.arms import BASE, Arm
+from shopbench.experiment.config import ExperimentConfig
+
+ARENA_DIR = "arena"
+MARKER = ".done"
+PlayArena = Callable[[dict[str, Any], Path], None]
+"""Plays the arena of the config's options into the folder (the subnet layer's to give)."""
+Log = Callable[[str], None]
+
+
+class HeldOut(BaseModel):
+    """The held-out tasks' draw and its check against every arm's training rows."""
+
+    drawn: int = Field(description="held-out tasks drawn")
+    touched: int = Field(description="of those, left out: their product group is in training")
+    kept: int = Field(description="tasks evaluated")
+    groups: int = Field(description="product groups of the tasks evaluated")
+    train_groups: int = Field(description="product groups the training rows name products of")
+    shared: int = Field(description="product groups shared by the evaluated tasks and training")
+
+
+class Stages:
+    """The experiment folder `out`: which stages are done, and the paths of their files."""
+
+    def __init__(self, out: Path, log: Log) -> None:
+        self.out = out
+        self.log = log
+        self.timings: dict[str, float] = {}
+        path = out / "stages.json"
+        if path.is_file():
+            self.timings = json.loads(path.read_text(encoding="utf-8"))
+
+    def arm(self, arm: Arm) -> Path:
+        """The folder of `arm`'s curation, rows and training."""
+        return self.out / "arms" / arm
+
+    def done(self, folder: Path) -> bool:
+        """Whether the stage writing `folder` finished."""
+        return (folder / MARKER).is_file()
+
+    def run(self, name: str, folder: Path, work: Callable[[], None], *, keep: bool = False) -> None:
+        """Run `work` into `folder` unless it is done; a folder left by a run that stopped is
+        removed first (`keep`: left for `work` to resume from)."""
+        if self.done(folder):
+            self.log(f"{name}: done already ({folder})")
+            return
+        if folder.exists() and not keep:
+            shutil.rmtree(folder)
+        self.log(f"{name}: running")
+        started = time.perf_counter()
+        work()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MARKER).write_text("", encoding="utf-8")
+        self.timings[name] = round(time.perf_counter() - started, 1)
+        (self.out / "stages.json").write_text(json.dumps(self.timings, indent=2) + "\n")
+        self.log(f"{name}: {self.timings[name]:.0f} s")
+
+
+def model_dir(stages: Stages, arm: Arm, config: ExperimentConfig) -> Path:
+    """The model directory an arm is evaluated with (the base model for ``base``)."""
+    if arm == BASE:
+        return config.model
+    train = stages.arm(arm) / "train"
+    merged = train / "merged"
+    return merged if merged.is_dir() else train / "model"

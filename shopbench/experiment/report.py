@@ -1,0 +1,166 @@
+"""The experiment's report: ``report.json`` (every figure, each traceable to its files),
+``report.md`` (one table, the paired differences, the wall times) and ``plot.svg``.
+
+Each arm's row comes from its own files: the curation's ``report.json`` (episodes kept), the
+build's ``build.json`` (train rows), the training's ``train_report.json`` (steps, tokens, the
+loss curve) and the evaluation's ``report.json`` and ``trajectories.jsonl``. The differences
+are paired over the held-out tasks every arm played, with intervals clustered by product
+group, recomputed here from the trajectories.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from shopbench.evaluate.intervals import BootstrapConfig, Estimate
+from shopbench.evaluate.trained.table import difference_table
+from shopbench.experiment.arms import BASE, Arm
+from shopbench.experiment.config import ExperimentConfig
+from shopbench.experiment.folder import HeldOut, Stages, model_dir
+from shopbench.experiment.plot import render_plot
+from shopbench.experiment.results import ArmResult, ExperimentReport
+from shopbench.records.trajectory import Trajectory
+
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+PLOT_SVG = "plot.svg"
+PAIRS: tuple[tuple[Arm, Arm], ...] = (
+    ("curated", "unfiltered"), ("curated", "successes"), ("recovery", "curated"),
+)  # fmt: skip
+"""The differences between trained arms the report gives, when both arms ran."""
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _trajectories(path: Path) -> list[Trajectory]:
+    with path.open(encoding="utf-8") as f:
+        return [Trajectory.model_validate_json(line) for line in f if line.strip()]
+
+
+def _arm(
+    arm: Arm, stages: Stages, config: ExperimentConfig, played: list[Trajectory],
+    base: list[Trajectory], groups: dict[str, str], boot: BootstrapConfig,
+) -> ArmResult:
+    folder = stages.arm(arm)
+    evaluation = stages.out / "eval" / arm
+    report = _read(evaluation / "report.json")
+    files = {"eval": str(evaluation / "report.json"),
+             "trajectories": str(evaluation / "trajectories.jsonl")}  # fmt: skip
+    seconds = float(next(iter(report.get("seconds", {}).values()), 0.0))
+    result: dict[str, Any] = {
+        "arm": arm, "model": str(model_dir(stages, arm, config)),
+        "table": report["model"]["overall"], "by_intent": report["model"]["by_intent"],
+        "eval_s": seconds,
+        "eval_episodes_per_s": round(len(played) / seconds, 4) if seconds > 0 else 0.0,
+    }  # fmt: skip
+    if arm != BASE:
+        curated = _read(folder / "curated" / "report.json")
+        build = _read(folder / "sft" / "build.json")
+        train = _read(folder / "train" / "train_report.json")
+        files.update(curated=str(folder / "curated" / "report.json"),
+                     build=str(folder / "sft" / "build.json"),
+                     train=str(folder / "train" / "train_report.json"))  # fmt: skip
+        result.update(
+            curated_episodes=curated.get("kept"), train_rows=build.get("rows", {}).get("train"),
+            steps=train.get("steps"), seen_tokens=train.get("seen_tokens"),
+            trained_tokens=train.get("trained_tokens"),
+            train_tokens_per_s=train.get("tokens_per_s"), train_s=train.get("train_s"),
+            train_loss=[(p["step"], p["loss"]) for p in train.get("train_loss", [])],
+            eval_loss=[(p["step"], p["loss"]) for p in train.get("eval_loss", [])],
+            minus_base=difference_table(played, base, config.eval.samples, boot, groups).overall,
+        )  # fmt: skip
+    result["files"] = files
+    return ArmResult.model_validate(result)
+
+
+def build_report(
+    config: ExperimentConfig, stages: Stages, held: HeldOut, catalog: Path
+) -> ExperimentReport:
+    """The report of a finished experiment folder (`catalog`: the tasks' catalog)."""
+    from shopbench.catalog.store import Catalog
+    from shopbench.tasks.io import read_tasks
+    from shopbench.tasks.split import task_groups
+
+    runs = {a: _trajectories(stages.out / "eval" / a / "trajectories.jsonl") for a in config.arms}
+    tasks = read_tasks(stages.out / "heldout.jsonl").tasks
+    groups = task_groups(tasks, Catalog.open(catalog))
+    boot = BootstrapConfig(seed=config.seed)
+    arms = [_arm(a, stages, config, runs[a], runs[BASE], groups, boot) for a in config.arms]
+    differences = {
+        f"{a} − {b}": difference_table(runs[a], runs[b], config.eval.samples, boot, groups).overall
+        for a, b in PAIRS if a in runs and b in runs
+    }  # fmt: skip
+    return ExperimentReport(
+        config=config.model_dump(mode="json"), view=config.view,
+        heldout=held.model_dump(), level=boot.level, samples=config.eval.samples, arms=arms,
+        differences=differences, stages_s=stages.timings,
+    )  # fmt: skip
+
+
+def _cell(e: Estimate | None, signed: bool = False) -> str:
+    if e is None:
+        return "–"
+    f = "+.3f" if signed else ".3f"
+    return f"{e.value:{f}} [{e.low:{f}}, {e.high:{f}}]"
+
+
+def render_markdown(r: ExperimentReport) -> str:
+    """``report.md``: the table, the differences, the held-out check and the wall times."""
+    level = f"{r.level * 100:g}%"
+    h = r.heldout
+    first = r.arms[0].table
+    lines = [
+        "# Experiment", "",
+        f"Observation view `{r.view}`; {first.tasks} held-out tasks in {first.clusters} product "
+        f"groups, {r.samples} sample{'s' if r.samples != 1 else ''} a task; {level} intervals "
+        "clustered by product group; differences paired over the same tasks.", "",
+        f"Held-out check: {h['drawn']} held-out tasks drawn, {h['touched']} left out because a "
+        f"training episode called a product of their group; {h['shared']} of the evaluated "
+        f"tasks' groups are among the {h['train_groups']} groups training episodes called "
+        "products of.", "",
+        "| arm | curated episodes | train rows | steps | tokens seen | ASR | − base | "
+        "completion | valid tool calls | valid turns |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for a in r.arms:
+        m = a.table.metrics
+        lines.append(
+            f"| {a.arm} | {a.curated_episodes if a.curated_episodes is not None else '–'} | "
+            f"{a.train_rows if a.train_rows is not None else '–'} | {a.steps or '–'} | "
+            f"{a.seen_tokens or '–'} | {_cell(m.get('asr'))} | "
+            f"{_cell(a.minus_base.get('asr'), True) if a.minus_base else '–'} | "
+            f"{_cell(m.get('completion'))} | {_cell(m.get('valid_tool_calls'))} | "
+            f"{_cell(m.get('valid_turns'))} |"
+        )
+    mde = first.mde
+    lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "
+              f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
+    if r.differences:
+        lines += ["## Between arms", "", "| difference | ASR | completion | valid turns |",
+                  "|---|---:|---:|---:|"]  # fmt: skip
+        for name, d in r.differences.items():
+            lines.append(
+                f"| {name} | {_cell(d.get('asr'), True)} | {_cell(d.get('completion'), True)} "
+                f"| {_cell(d.get('valid_turns'), True)} |"
+            )
+        lines.append("")
+    lines += ["## Wall time", "", "| stage | seconds |", "|---|---:|"]
+    lines += [f"| {k} | {v:,.0f} |" for k, v in r.stages_s.items()]
+    lines += ["", f"![ASR per arm and training loss]({PLOT_SVG})", ""]
+    return "\n".join(lines)
+
+
+def write_report(
+    config: ExperimentConfig, stages: Stages, held: HeldOut, catalog: Path
+) -> Path:
+    """Write ``report.json``, ``report.md`` and ``plot.svg`` into the experiment folder."""
+    report = build_report(config, stages, held, catalog)
+    out = stages.out
+    (out / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (out / REPORT_MD).write_text(render_markdown(report), encoding="utf-8")
+    (out / PLOT_SVG).write_text(render_plot(report), encoding="utf-8")
+    return out / REPORT_JSON

@@ -1,0 +1,50 @@
+"""What ``report.json`` holds: :class:`ExperimentReport`, one :class:`ArmResult` per arm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from shopbench.evaluate.intervals import Estimate
+from shopbench.evaluate.trained.table import MetricTable
+from shopbench.experiment.arms import Arm
+
+
+class ArmResult(BaseModel):
+    """One arm: what it trained on, how it trained, how it played."""
+
+    arm: Arm
+    model: str = Field(description="the model directory evaluated")
+    curated_episodes: int | None = Field(default=None, description="episodes curation kept")
+    train_rows: int | None = Field(default=None, description="SFT train rows built")
+    steps: int | None = None
+    seen_tokens: int | None = Field(default=None, description="tokens the trainer processed")
+    trained_tokens: int | None = Field(default=None, description="of the rows, tokens with loss")
+    train_tokens_per_s: float | None = None
+    train_loss: list[tuple[int, float]] = Field(default_factory=list)
+    eval_loss: list[tuple[int, float]] = Field(default_factory=list)
+    table: MetricTable = Field(description="the evaluation's overall table")
+    by_intent: dict[str, MetricTable] = Field(default_factory=dict)
+    minus_base: dict[str, Estimate | None] = Field(
+        default_factory=dict, description="this arm − base, paired over the held-out tasks"
+    )
+    eval_s: float = Field(description="wall time of the evaluation")
+    eval_episodes_per_s: float
+    train_s: float | None = None
+    files: dict[str, str] = Field(description="what each figure was read from")
+
+
+class ExperimentReport(BaseModel):
+    """``report.json``."""
+
+    config: dict[str, Any]
+    view: str
+    heldout: dict[str, Any]
+    level: float
+    samples: int
+    arms: list[ArmResult]
+    differences: dict[str, dict[str, Estimate | None]] = Field(
+        default_factory=dict, description="'a − b' → metric → paired difference"
+    )
+    stages_s: dict[str, float]

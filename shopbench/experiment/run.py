@@ -1,0 +1,250 @@
+"""The experiment's stages, each resumable: a stage whose marker exists is not redone.
+
+``OUT`` holds, in the order the stages write them::
+
+    config.json                  the config the folder was started with (a rerun must match)
+    arena/                       the arena's folder, when the config plays one
+    arms/<arm>/curated/          that arm's curation (shopbench curate's --out)
+    arms/<arm>/sft/              its SFT rows (distill build's --out)
+    heldout.jsonl, heldout.json  the held-out tasks and their product-group check
+    arms/<arm>/train/            its training (distill train's --out; resumed from a checkpoint)
+    eval/<arm>/                  its evaluation on the held-out tasks (distill eval's files)
+    stages.json                  each stage's wall time
+    report.json, report.md, plot.svg
+
+Every curation and build runs before any training, and the held-out tasks are drawn and
+checked before any training too, so an arm with too few rows or a held-out set that shares
+product groups with the training data stops the run before the CPU is spent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from shopbench.agents.options import PolicyOptions
+from shopbench.archive.signing import Verifier
+from shopbench.errors import ShopbenchError
+from shopbench.experiment.arms import BASE, Arm, curation_of
+from shopbench.experiment.config import ExperimentConfig
+from shopbench.experiment.errors import ExperimentError
+from shopbench.experiment.folder import ARENA_DIR, HeldOut, Log, PlayArena, Stages, model_dir
+from shopbench.experiment.report import write_report
+from shopbench.records.trajectory import Trajectory
+
+
+def _settle_folder(config: ExperimentConfig, out: Path) -> None:
+    """Start `out` with `config`, or check that it was started with the same config."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "config.json"
+    mine = config.model_dump(mode="json")
+    if path.is_file():
+        theirs = json.loads(path.read_text(encoding="utf-8"))
+        if theirs != mine:
+            changed = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise ExperimentError(
+                f"{out} holds an experiment of another config (differs in: "
+                f"{', '.join(changed)}); give another --out, or the config it was started with"
+            )
+        return
+    path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
+
+
+def _archive(
+    config: ExperimentConfig, stages: Stages, play: PlayArena | None
+) -> tuple[Path, Path | None, Path]:
+    """The archive folder, the truth file and the catalog (the arena played when asked)."""
+    if config.archive is not None:
+        a = config.archive
+        return a.path, a.truth, a.catalog
+    assert config.arena is not None
+    folder = stages.out / ARENA_DIR
+    if play is None:
+        raise ExperimentError("the config plays an arena, but no arena runner was given")
+    options = dict(config.arena)
+    stages.run("arena", folder, lambda: play(options, folder))
+    report = json.loads((folder / "arena.json").read_text(encoding="utf-8"))
+    catalog = Path(str(report["catalog"]))
+    return folder / "archive", folder / "arena.json", catalog if catalog.is_absolute() else (
+        folder / catalog
+    )
+
+
+def _curate(
+    config: ExperimentConfig, stages: Stages, arm: Arm, archive: Path, truth: Path | None,
+    verifier: Verifier | None,
+) -> None:
+    from shopbench.curation.errors import EmptyResult
+    from shopbench.curation.pipeline import curate
+    from shopbench.curation.truth import load_truth
+
+    cfg = curation_of(arm, recovery_weight=config.recovery_weight)
+    assert cfg is not None
+    folder = stages.arm(arm) / "curated"
+
+    def work() -> None:
+        try:
+            curate(archive, folder, cfg, verifier=verifier,
+                   truth=load_truth(truth) if truth is not None else None)  # fmt: skip
+        except EmptyResult as e:
+            raise ExperimentError(f"arm {arm}: curation kept no episode ({e})") from None
+
+    stages.run(f"curate {arm}", folder, work)
+
+
+def _build(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
+    """Build the arm's rows (once); its train rows."""
+    from shopbench.distill.dataset import BuildConfig, build_sft, read_report
+
+    folder = stages.arm(arm) / "sft"
+    view = config.observation_view
+    build = BuildConfig(
+        format=config.format, seed=config.seed, view=view.name, history=view.history,
+        prompt=view.prompt, intents=config.train_intents,
+    )  # fmt: skip
+
+    def work() -> None:
+        try:
+            build_sft(stages.arm(arm) / "curated", folder, build)
+        except ShopbenchError as e:
+            raise ExperimentError(f"arm {arm}: no training rows ({e})") from None
+
+    stages.run(f"build {arm}", folder, work)
+    return int(read_report(folder).get("rows", {}).get("train", 0))
+
+
+def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut:
+    """Draw the held-out tasks (once): tasks of held-out product groups, leaving out any
+    whose group a training row names a product of; ExperimentError when too few are left."""
+    from shopbench.catalog.store import Catalog
+    from shopbench.curation.curated import read_curated
+    from shopbench.evaluate.trained.overlap import named_product_ids
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+    from shopbench.tasks.io import write_tasks
+    from shopbench.tasks.split import task_groups
+
+    path = stages.out / "heldout.jsonl"
+    check = stages.out / "heldout.json"
+    if path.is_file() and check.is_file():
+        return HeldOut.model_validate_json(check.read_text(encoding="utf-8"))
+    spec = config.eval
+    drawn = build_tasks(BuildConfig(
+        catalog=catalog, intents=spec.intents, n=spec.tasks * 2, split="heldout", seed=spec.seed,
+    )).tasks  # fmt: skip
+    store = Catalog.open(catalog)
+    touched_ids: set[str] = set()  # catalog ids of the products a training episode called
+    for arm in config.trained_arms:
+        for episode in read_curated(stages.arm(arm) / "curated"):
+            t = episode.trajectory
+            if config.train_intents is None or t.intent in config.train_intents:
+                messages = [m.model_dump(mode="json") for m in t.messages]
+                touched_ids.update(named_product_ids(messages, t.token_map))
+    found = store.get(sorted(touched_ids))
+    train_groups = {p.group_key for p in found if p is not None}
+    groups = task_groups(drawn, store)
+    clean = [t for t in drawn if not set(groups[t.id].split("+")) & train_groups]
+    # The intents in turn, so a short set still holds every intent asked for.
+    by_intent: dict[str, list[Any]] = {}
+    for t in clean:
+        by_intent.setdefault(t.intent, []).append(t)
+    per = spec.tasks // len(spec.intents)
+    chosen = [t for i in spec.intents for t in by_intent.get(i, [])[:per]]
+    if len(chosen) < per * len(spec.intents):
+        raise ExperimentError(
+            f"only {len(chosen)} of {len(drawn)} held-out tasks are of product groups no training "
+            f"row touches; {per * len(spec.intents)} were asked for (a bigger catalog, or fewer "
+            "eval.tasks)"
+        )
+    kept_groups = {groups[t.id] for t in chosen}
+    shared = {g for t in chosen for g in groups[t.id].split("+")} & train_groups
+    held = HeldOut(
+        drawn=len(drawn), touched=len(drawn) - len(clean), kept=len(chosen),
+        groups=len(kept_groups), train_groups=len(train_groups), shared=len(shared),
+    )  # fmt: skip
+    write_tasks(path, chosen)
+    check.write_text(held.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return held
+
+
+def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
+    from shopbench.distill.config import load_train_config
+    from shopbench.distill.trainer import train
+
+    folder = stages.arm(arm) / "train"
+    cfg = load_train_config(config.train.config, **{"seed": config.seed, **config.train.overrides})
+
+    def work() -> None:
+        resume = any((folder / "checkpoints").glob("checkpoint-*"))
+        train(str(config.model), stages.arm(arm) / "sft", folder, cfg, resume=resume)
+
+    stages.run(f"train {arm}", folder, work, keep=True)
+
+
+def _evaluate(config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path) -> None:
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.trained.report import write_model_eval
+    from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
+    from shopbench.tasks.io import read_tasks
+    from shopbench.trajectory.loop import RunLimits
+
+    folder = stages.out / "eval" / arm
+    spec = config.eval
+    tasks = read_tasks(stages.out / "heldout.jsonl").tasks
+    train_rows = stages.arm(arm) / "sft" / "train.parquet"
+    eval_config = ModelEvalConfig(
+        model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
+        concurrency=spec.concurrency, seed=config.seed,
+        policy_options=PolicyOptions(
+            max_tokens=spec.max_tokens, turn_timeout_s=spec.turn_timeout_s, view=config.view,
+        ),
+        limits=RunLimits(max_idle_turns=spec.max_idle_turns),
+        training_set=train_rows if arm != BASE else None,
+    )  # fmt: skip
+
+    def work() -> None:
+        env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
+        done = [0]
+
+        def tick(_spec: str, _t: Trajectory) -> None:
+            done[0] += 1
+            if done[0] % 25 == 0:
+                stages.log(f"eval {arm}: {done[0]}/{len(tasks) * spec.samples} episodes")
+
+        report, played, _ = evaluate_model(env, tasks, eval_config,
+                                           tasks_file=str(stages.out / "heldout.jsonl"),
+                                           on_done=tick)  # fmt: skip
+        write_model_eval(folder, report, played)
+
+    stages.run(f"eval {arm}", folder, work)
+
+
+def run_experiment(
+    config: ExperimentConfig, out: Path, *, verifier: Verifier | None,
+    play_arena: PlayArena | None = None, log: Log = print,
+) -> Path:
+    """Run (or resume) the experiment into `out`; the path of ``report.json``."""
+    out = Path(out)
+    _settle_folder(config, out)
+    stages = Stages(out, log)
+    archive, truth, catalog = _archive(config, stages, play_arena)
+    rows: dict[str, int] = {}
+    for arm in config.trained_arms:
+        _curate(config, stages, arm, archive, truth, verifier)
+        rows[arm] = _build(config, stages, arm)
+    short = {a: n for a, n in rows.items() if n < config.min_rows}
+    if short:
+        said = ", ".join(f"{a} {n}" for a, n in short.items())
+        raise ExperimentError(
+            f"too few training rows for an arm ({said}; min_rows {config.min_rows}): play a "
+            "bigger arena (more rounds or tasks), or lower min_rows"
+        )
+    held = _heldout(config, stages, catalog)
+    log(f"held-out: {held.kept} tasks in {held.groups} product groups; {held.touched} of "
+        f"{held.drawn} drawn left out for sharing a group with training rows")  # fmt: skip
+    for arm in config.trained_arms:
+        _train(config, stages, arm)
+    for arm in config.arms:
+        _evaluate(config, stages, arm, catalog)
+    return write_report(config, stages, held, catalog)
