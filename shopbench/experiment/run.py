@@ -65,7 +65,8 @@ def _archive(
     options = dict(config.arena)
     stages.run("arena", folder, lambda: play(options, folder))
     report = json.loads((folder / "arena.json").read_text(encoding="utf-8"))
-    catalog = Path(str(report["catalog"]))
+    played = report.get("catalog")
+    catalog = Path(str(played.get("directory") if isinstance(played, dict) else played))
     return folder / "archive", folder / "arena.json", catalog if catalog.is_absolute() else (
         folder / catalog
     )
