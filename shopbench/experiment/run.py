@@ -67,9 +67,8 @@ def _archive(
     report = json.loads((folder / "arena.json").read_text(encoding="utf-8"))
     played = report.get("catalog")
     catalog = Path(str(played.get("directory") if isinstance(played, dict) else played))
-    return folder / "archive", folder / "arena.json", catalog if catalog.is_absolute() else (
-        folder / catalog
-    )
+    inside = folder / catalog.name  # the arena builds its catalog in its folder, moved or not
+    return folder / "archive", folder / "arena.json", inside if inside.is_dir() else catalog
 
 
 def _curate(
