@@ -44,17 +44,9 @@ def _miner(uid: int) -> str:
     return f"5Miner{uid:02d}" + "x" * 40
 
 
-@pytest.fixture(scope="module")
-def archive(env: ShoppingEnv, catalog: Any, catalog_dir: Path,
-            tmp_path_factory: pytest.TempPathFactory) -> Path:  # fmt: skip
-    """Four reference miners' signed episodes of eight live product tasks."""
-    from shopbench.tasks.generate import BuildConfig, build_tasks
-
-    tasks: list[Task] = build_tasks(
-        BuildConfig(catalog=catalog_dir, intents=["product"], n=8, seed=5)
-    ).tasks
+def _signed_archive(env: ShoppingEnv, catalog: Any, tasks: list[Task], root: Path,
+                    policies: tuple[str, ...]) -> Path:  # fmt: skip
     judge = RubricJudge()
-    root = tmp_path_factory.mktemp("archive")
 
     async def go(policy: str, uid: int) -> list[Trajectory]:
         agent = make_policy(policy, catalog=catalog, seed=uid)
@@ -64,7 +56,7 @@ def archive(env: ShoppingEnv, catalog: Any, catalog_dir: Path,
             for i, t in enumerate(tasks)
         )))  # fmt: skip
 
-    for uid, policy in enumerate(POLICIES):
+    for uid, policy in enumerate(policies):
         played = [
             sign_trajectory(with_judgement(
                 t.model_copy(update={"validator_hotkey": SIGNER.hotkey}), judge.judge(t)
@@ -73,6 +65,16 @@ def archive(env: ShoppingEnv, catalog: Any, catalog_dir: Path,
         ]  # fmt: skip
         write_shard(played, str(root), signer=SIGNER)
     return root
+
+
+@pytest.fixture(scope="module")
+def archive(env: ShoppingEnv, catalog: Any, catalog_dir: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Path:  # fmt: skip
+    """Four reference miners' signed episodes of eight live product tasks."""
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    tasks = build_tasks(BuildConfig(catalog=catalog_dir, intents=["product"], n=8, seed=5)).tasks
+    return _signed_archive(env, catalog, tasks, tmp_path_factory.mktemp("archive"), POLICIES)
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +152,7 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
               and p.name not in ("report.json", "report.md", "plot.svg")}  # fmt: skip
     assert _run("--config", str(config), "--out", str(out)) == 0
     again = capsys.readouterr().out
-    assert again.count("done already") == 1 + 3 * 3 + 4  # nothing re-run: curate/build/train
+    assert again.count("done already") == 3 * 3 + 4  # curate, build, train each arm; 4 evals
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert json.loads((out / "report.json").read_text())["arms"] == report["arms"]
     changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1)
@@ -203,8 +205,22 @@ def test_too_few_rows_or_held_out_tasks_stop_before_training(
     err = capsys.readouterr().err
     assert "too few training rows for an arm (curated " in err and "min_rows 10000" in err
     assert not any((out / "arms").glob("*/train"))
-    config = _config(tmp_path, archive, catalog_dir, tiny, eval={"tasks": 5000})
-    out = tmp_path / "run2"
+
+
+def test_held_out_tasks_whose_groups_training_touched_stop_before_training(
+    env: ShoppingEnv, catalog: Any, catalog_dir: Path, tiny: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """An archive of episodes played on the held-out tasks themselves: every task the
+    evaluation draws is of a group a training episode called products of."""
+    from shopbench.tasks.generate import BuildConfig, build_tasks
+
+    held = build_tasks(BuildConfig(catalog=catalog_dir, intents=["product"], n=8,
+                                   split="heldout", seed=8)).tasks  # fmt: skip
+    leaked = _signed_archive(env, catalog, held, tmp_path / "leaked", ("careful", "greedy"))
+    config = _config(tmp_path, leaked, catalog_dir, tiny, arms=["base", "unfiltered"],
+                     eval={"tasks": 4, "seed": 8})  # fmt: skip
+    out = tmp_path / "run"
     assert _run("--config", str(config), "--out", str(out)) == 2
     err = capsys.readouterr().err
     assert "held-out tasks are of product groups no training row touches" in err
