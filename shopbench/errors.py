@@ -90,6 +90,13 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | TrainingSetError,             | a training set or model is    |                                  |
 | ModelEvalError)               | unusable                      |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
+| ``experiment.errors`` →       | an experiment cannot run as   | the CLI, before the stage that   |
+| ExperimentError               | configured: an unknown arm,   | needs it (every curation, build  |
+|                               | view or model, too few rows   | and the held-out draw run before |
+|                               | for an arm, held-out tasks    | any training)                    |
+|                               | that share product groups     |                                  |
+|                               | with the training episodes    |                                  |
++-------------------------------+-------------------------------+----------------------------------+
 | ``calibration.errors`` →      | a judge calibration cannot    | the CLI                          |
 | CalibrationError              | run                           |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
