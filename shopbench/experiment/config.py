@@ -11,7 +11,7 @@ read from the working folder, as a command's paths are.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,7 +56,7 @@ class EvalSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tasks: int = Field(default=200, ge=1, description="held-out tasks evaluated")
-    intents: list[Intent] = Field(default_factory=lambda: ["product"], min_length=1)
+    intents: list[Intent] = Field(default=["product"], min_length=1, description="intents")
     seed: int = Field(default=8, description="seed of the held-out task draw")
     samples: int = Field(default=1, ge=1, description="episodes per task (K of pass@K)")
     max_turns: int = Field(default=10, ge=1, description="assistant turns an episode")
@@ -81,7 +81,9 @@ class ExperimentConfig(BaseModel):
     )  # fmt: skip
     archive: ArchiveSpec | None = Field(default=None, description="an archive that exists")
     view: str = Field(default="full", description="observation view id of rows and policies")
-    format: str = Field(default="step", description="row layout: episode or step")
+    format: Literal["episode", "step"] = Field(
+        default="step", description="row layout: episode or step"
+    )
     train_intents: list[Intent] | None = Field(
         default=None, description="train on these intents' episodes only (None: every one)"
     )
@@ -99,13 +101,6 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _view(cls, value: str) -> str:
         ObservationView.from_id(value)
-        return value
-
-    @field_validator("format")
-    @classmethod
-    def _format(cls, value: str) -> str:
-        if value not in ("episode", "step"):
-            raise ValueError(f"{value!r} is not a row layout (episode or step)")
         return value
 
     @field_validator("arms")

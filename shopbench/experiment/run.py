@@ -96,11 +96,12 @@ def _curate(
 def _build(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
     """Build the arm's rows (once); its train rows."""
     from shopbench.distill.dataset import BuildConfig, build_sft, read_report
+    from shopbench.distill.rows import RowFormat
 
     folder = stages.arm(arm) / "sft"
     view = config.observation_view
     build = BuildConfig(
-        format=config.format, seed=config.seed, view=view.name, history=view.history,
+        format=RowFormat(config.format), seed=config.seed, view=view.name, history=view.history,
         prompt=view.prompt, intents=config.train_intents,
     )  # fmt: skip
 
@@ -136,10 +137,10 @@ def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut
     touched_ids: set[str] = set()  # catalog ids of the products a training episode called
     for arm in config.trained_arms:
         for episode in read_curated(stages.arm(arm) / "curated"):
-            t = episode.trajectory
-            if config.train_intents is None or t.intent in config.train_intents:
-                messages = [m.model_dump(mode="json") for m in t.messages]
-                touched_ids.update(named_product_ids(messages, t.token_map))
+            played = episode.trajectory
+            if config.train_intents is None or played.intent in config.train_intents:
+                messages = [m.model_dump(mode="json") for m in played.messages]
+                touched_ids.update(named_product_ids(messages, played.token_map))
     found = store.get(sorted(touched_ids))
     train_groups = {p.group_key for p in found if p is not None}
     groups = task_groups(drawn, store)
@@ -172,7 +173,8 @@ def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
     from shopbench.distill.trainer import train
 
     folder = stages.arm(arm) / "train"
-    cfg = load_train_config(config.train.config, **{"seed": config.seed, **config.train.overrides})
+    overrides = {"seed": config.seed, **config.train.overrides}
+    cfg = load_train_config(Path(config.train.config), **overrides)
 
     def work() -> None:
         resume = any((folder / "checkpoints").glob("checkpoint-*"))

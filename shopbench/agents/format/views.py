@@ -71,7 +71,7 @@ class ObservationView(BaseModel):
     def id(self) -> str:
         """The stable name recorded with a dataset or a model: ``full``, ``compact/h4``,
         ``compact/h2/brief``."""
-        parts = [self.name]
+        parts: list[str] = [self.name]
         if self.history is not None:
             parts.append(f"h{self.history}")
         if self.prompt == BRIEF:
