@@ -11,14 +11,16 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_openai import FakeJudgeServer
 from local_model import tiny_engine, train_to_say
 
-from shopbench.agents.errors import LocalModelError, PolicySpecError
+from shopbench.agents.errors import LocalModelError, PolicyOptionsError, PolicySpecError
 from shopbench.agents.format.parse import parse_generation
 from shopbench.agents.format.render import template_messages
+from shopbench.agents.format.views import ObservationView, apply_view, record_view, view_tools
 from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import GenRequest, HFEngine
 from shopbench.agents.local.policy import HFPolicy
@@ -151,6 +153,40 @@ def test_the_prompt_carries_the_tools_and_earlier_calls(
     assert "<tools>" in plain[0]["content"] and "recommend_product" in plain[0]["content"]
     assert "<think>\nlook first\n</think>" in plain[2]["content"]
     assert '<tool_call>\n{"name": "find_product"' in plain[2]["content"]
+
+
+class _Recording:
+    """An engine that keeps the prompts it is asked to generate from."""
+
+    def __init__(self, engine: HFEngine) -> None:
+        self.engine = engine
+        self.prompts: list[tuple[int, ...]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+    def generate(self, requests: list[GenRequest]) -> list[Any]:
+        self.prompts.extend(r.prompt for r in requests)
+        return self.engine.generate(requests)
+
+
+def test_a_model_reads_the_view_its_directory_records(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task], tmp_path: Path
+) -> None:
+    path = tmp_path / "m"
+    shutil.copytree(random_model.path, path)
+    view = ObservationView.from_id("compact/h1/brief")
+    record_view(path, view)
+    spy = _Recording(random_model)
+    policy = HFPolicy(HFPolicyConfig(path=path, max_new_tokens=4), engine=spy)  # type: ignore[arg-type]
+    assert policy.view == view
+    messages, tools = _first_turn(env, tasks[0])
+    asyncio.run(policy.act(messages, tools))
+    seen = spy.prompts
+    assert seen == [random_model.encode(apply_view(messages, view), view_tools(tools, view))]
+    assert seen[0] != random_model.encode(messages, tools)
+    with pytest.raises(PolicyOptionsError, match="trained on the observation view"):
+        HFPolicy(HFPolicyConfig(path=path, view="full"), engine=random_model)
 
 
 # -- batching ------------------------------------------------------------------------------

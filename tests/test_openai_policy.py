@@ -19,8 +19,10 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from shopbench.agents.errors import PolicySpecError
+from shopbench.agents.format.views import BRIEF_SYSTEM, ObservationView, apply_view, view_tools
 from shopbench.agents.format.parse import parse_completion, parse_generation
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
 from shopbench.agents.registry import check_spec, make_policy
@@ -231,6 +233,27 @@ def test_reasoning_can_go_back_as_a_field(
     sent = fake.requests["agent-field"][-1]["messages"]
     assert sent[2]["reasoning_content"].startswith("The customer wants")
     assert sent[2]["content"] is None
+
+
+def test_the_endpoint_reads_the_conversation_in_the_policys_view(
+    server: tuple[Server, str], env: ShoppingEnv, task: Task
+) -> None:
+    fake, url = server
+    t = play(env, task, policy(url, "agent-compact", view="compact/h1/brief"))
+    view = ObservationView.from_id("compact/h1/brief")
+    bodies = fake.requests["agent-compact"]
+    assert len(bodies) >= 2  # the scripted agent reads full results: it stops after its search
+    second = bodies[1]
+    assert second["tools"] == view_tools(t.tools, view)
+    sent = second["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
+    assert sent[0]["content"].startswith(BRIEF_SYSTEM)
+    found = t.messages[3]
+    assert sent[3]["content"] == apply_view(t.messages[:4], view)[3].content
+    assert sent[3]["content"] != found.content and found.content
+    assert sent[3]["content"].count("\n") == found.content.count('"product_id"') - 1
+    with pytest.raises(ValidationError):
+        OpenAIPolicyConfig(model="m", base_url=url, view="tiny")
 
 
 @pytest.mark.parametrize(
