@@ -22,8 +22,8 @@ import pytest
 from pydantic import ValidationError
 
 from shopbench.agents.errors import PolicySpecError
-from shopbench.agents.format.views import BRIEF_SYSTEM, ObservationView, apply_view, view_tools
 from shopbench.agents.format.parse import parse_completion, parse_generation
+from shopbench.agents.format.views import BRIEF_SYSTEM, ObservationView, apply_view, view_tools
 from shopbench.agents.openai_policy import OpenAIPolicy, OpenAIPolicyConfig
 from shopbench.agents.registry import check_spec, make_policy
 from shopbench.env.env import ShoppingEnv
