@@ -82,6 +82,10 @@ class PolicyOptions(BaseModel):
         description="chat-template arguments of a model policy, e.g. {\"enable_thinking\": "
         "false}",
     )  # fmt: skip
+    max_batch: int | None = Field(
+        default=None, ge=1, description="turns of concurrent episodes an hf: model generates "
+        "in one call; default the policy's own (8)",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view a model policy reads its tool results "
         "in (full, compact, with /hN a history window: compact/h2); default the one recorded "
@@ -130,6 +134,8 @@ class PolicyOptions(BaseModel):
                 out["max_new_tokens"] = self.max_tokens
             if self.template_kwargs:
                 out["chat_template_kwargs"] = dict(self.template_kwargs)
+            if self.max_batch is not None:
+                out["max_batch"] = self.max_batch
             return out
         if name.startswith(OPENAI_PREFIX):
             if self.max_tokens is not None:

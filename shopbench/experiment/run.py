@@ -200,6 +200,7 @@ def _evaluate(config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path)
         concurrency=spec.concurrency, seed=config.seed,
         policy_options=PolicyOptions(
             max_tokens=spec.max_tokens, turn_timeout_s=spec.turn_timeout_s, view=config.view,
+            max_batch=spec.concurrency,
         ),
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
         training_set=train_rows if arm != BASE else None,
