@@ -155,7 +155,16 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     assert again.count("done already") == 3 * 3 + 4  # curate, build, train each arm; 4 evals
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert json.loads((out / "report.json").read_text())["arms"] == report["arms"]
-    changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1)
+    # Fewer tasks: the held-out draw and the evaluations are redone, nothing else.
+    fewer = _config(tmp_path, archive, catalog_dir, tiny, eval={"tasks": 2})
+    assert _run("--config", str(fewer), "--out", str(out)) == 0
+    said = capsys.readouterr().out
+    assert "the config's eval changed" in said and said.count("done already") == 3 * 3
+    assert "held-out: 2 tasks" in said
+    trained = {p: before[p] for p in before if "/train/" in str(p)}
+    assert {p: p.stat().st_mtime_ns for p in trained} == trained
+    assert json.loads((out / "report.json").read_text())["arms"][1]["table"]["tasks"] == 2
+    changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1, eval={"tasks": 2})
     assert _run("--config", str(changed), "--out", str(out)) == 2
     assert "holds an experiment of another config (differs in: seed)" in capsys.readouterr().err
 

@@ -20,6 +20,7 @@ product groups with the training data stops the run before the CPU is spent.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +34,33 @@ from shopbench.experiment.folder import ARENA_DIR, HeldOut, Log, PlayArena, Stag
 from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
 
+EVALUATION_KEYS = frozenset({"eval", "arms"})
+"""Config keys whose change leaves the arena, the curations, the rows and the trainings of
+the arms kept valid: only the held-out draw and the evaluations are redone."""
 
-def _settle_folder(config: ExperimentConfig, out: Path) -> None:
-    """Start `out` with `config`, or check that it was started with the same config."""
+
+def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
+    """Start `out` with `config`, or check that it was started with the same config. A change
+    of the evaluation or of the arms alone redraws the held-out tasks and redoes every
+    evaluation (an arm's training stays); any other change is an error."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / "config.json"
     mine = config.model_dump(mode="json")
     if path.is_file():
         theirs = json.loads(path.read_text(encoding="utf-8"))
-        if theirs != mine:
-            changed = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        changed = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        if not changed:
+            return
+        if not set(changed) <= EVALUATION_KEYS:
             raise ExperimentError(
                 f"{out} holds an experiment of another config (differs in: "
                 f"{', '.join(changed)}); give another --out, or the config it was started with"
             )
-        return
+        log(f"the config's {' and '.join(changed)} changed: the held-out tasks are drawn "
+            "again and every arm evaluated again")  # fmt: skip
+        for name in ("heldout.jsonl", "heldout.json"):
+            (out / name).unlink(missing_ok=True)
+        shutil.rmtree(out / "eval", ignore_errors=True)
     path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
 
 
@@ -229,7 +242,7 @@ def run_experiment(
 ) -> Path:
     """Run (or resume) the experiment into `out`; the path of ``report.json``."""
     out = Path(out)
-    _settle_folder(config, out)
+    _settle_folder(config, out, log)
     stages = Stages(out, log)
     archive, truth, catalog = _archive(config, stages, play_arena)
     rows: dict[str, int] = {}
