@@ -294,6 +294,22 @@ def test_stats_count_fewer_tokens_in_the_compact_view(
         assert views["compact"]["smollm2"]["median"] < views["full"]["smollm2"]["median"]
     else:
         assert "smollm2" in result["skipped"]
+    # The step layout measures an episode by its longest step; --intent keeps one intent.
+    intent = played[0].intent
+    try:
+        main(["distill", "stats", "--curated", str(curated), "--view", "compact/h1/brief",
+              "--view", "compact", "--format", "step", "--intent", intent])  # fmt: skip
+    except SystemExit as e:
+        assert not e.code
+    steps = json.loads(capsys.readouterr().out)
+    assert steps["episodes"] == sum(t.intent == intent for t in played)
+    brief, whole = (steps["views"][v]["qwen3"] for v in ("compact/h1/brief", "compact"))
+    assert brief["max"] < whole["max"]
+    other = next(i for i in ("product", "shop", "voucher", "knowledge") if i != intent)
+    with pytest.raises(SystemExit) as stopped:
+        main(["distill", "stats", "--curated", str(curated), "--intent", other])
+    assert stopped.value.code == 2
+    assert "no curated episode gives a row" in capsys.readouterr().err
 
 
 def test_the_brief_prompt_keeps_the_limits_every_tool_and_parameter(

@@ -70,13 +70,18 @@ def stats_command(
         RowFormat.episode, "--format", help="row layout: episode, or step (an episode's "
         "length is then its longest step row)",
     ),  # fmt: skip
+    intents: list[str] = typer.Option(
+        [], "--intent", help="measure only this intent's episodes (repeatable; default all)"
+    ),
 ) -> None:
     """Tokens per curated episode in each observation view and tokenizer, as one JSON object."""
     from shopbench.distill.stats import StatsConfig, view_stats
 
     result = view_stats(
-        curated, StatsConfig(views=tuple(views), fits=tuple(fits), format=fmt)
-    )
+        curated, StatsConfig.model_validate({
+            "views": views, "fits": fits, "format": fmt, "intents": intents or None,
+        }),
+    )  # fmt: skip
     print(result.model_dump_json())
 
 

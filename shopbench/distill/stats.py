@@ -27,6 +27,7 @@ from shopbench.distill.errors import DistillError
 from shopbench.distill.masks import encode_row
 from shopbench.distill.rows import RowFormat, rows_of
 from shopbench.errors import ShopbenchError
+from shopbench.records.task import Intent
 
 VIEWS = ("full", "compact", "compact/h4", "compact/h2", "compact/h2/brief")
 
@@ -42,6 +43,9 @@ class StatsConfig(BaseModel):
     )
     tokenizers: tuple[str, ...] = Field(
         default=("qwen3", "smollm2"), description="tokenizers to count in (qwen3, smollm2)"
+    )
+    intents: tuple[Intent, ...] | None = Field(
+        default=None, description="measure only these intents' episodes (None: every one)"
     )
     format: RowFormat = Field(
         default=RowFormat.episode, description="the rows' layout: an episode's length is its "
@@ -136,6 +140,8 @@ def view_stats(curated: Path, config: StatsConfig | None = None) -> StatsResult:
     lengths: dict[str, dict[str, list[int]]] = {v.id: {t: [] for t in loaded} for v in views}
     episodes = 0
     for episode in read_curated(curated):
+        if config.intents is not None and episode.trajectory.intent not in config.intents:
+            continue
         counted = False
         for view in views:
             rows = rows_of(episode, config.format, view).rows
