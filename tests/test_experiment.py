@@ -128,10 +128,10 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     for name in ("curated", "unfiltered", "successes"):
         arm = arms[name]
         assert arm["steps"] == 2 and arm["train_rows"] > 0 and arm["train_loss"]
-        assert json.loads((Path(arm["model"]) / VIEW_FILE).read_text())["view"] == (
+        assert json.loads((out / arm["model"] / VIEW_FILE).read_text())["view"] == (
             "compact/h1/brief"
         )
-        build = json.loads(Path(arm["files"]["build"]).read_text())
+        build = json.loads((out / arm["files"]["build"]).read_text())
         assert build["rows"]["train"] == arm["train_rows"]
         assert arm["minus_base"]["asr"] is not None
         assert arm["table"]["tasks"] == 3

@@ -48,11 +48,14 @@ def _arm(
     folder = stages.arm(arm)
     evaluation = stages.out / "eval" / arm
     report = _read(evaluation / "report.json")
-    files = {"eval": str(evaluation / "report.json"),
-             "trajectories": str(evaluation / "trajectories.jsonl")}  # fmt: skip
+    def named(path: Path) -> str:  # inside the folder: relative to it, so the report travels
+        return str(path.relative_to(stages.out)) if path.is_relative_to(stages.out) else str(path)
+
+    files = {"eval": named(evaluation / "report.json"),
+             "trajectories": named(evaluation / "trajectories.jsonl")}  # fmt: skip
     seconds = float(next(iter(report.get("seconds", {}).values()), 0.0))
     result: dict[str, Any] = {
-        "arm": arm, "model": str(model_dir(stages, arm, config)),
+        "arm": arm, "model": named(model_dir(stages, arm, config)),
         "table": report["model"]["overall"], "by_intent": report["model"]["by_intent"],
         "eval_s": seconds,
         "eval_episodes_per_s": round(len(played) / seconds, 4) if seconds > 0 else 0.0,
@@ -61,9 +64,9 @@ def _arm(
         curated = _read(folder / "curated" / "report.json")
         build = _read(folder / "sft" / "build.json")
         train = _read(folder / "train" / "train_report.json")
-        files.update(curated=str(folder / "curated" / "report.json"),
-                     build=str(folder / "sft" / "build.json"),
-                     train=str(folder / "train" / "train_report.json"))  # fmt: skip
+        files.update(curated=named(folder / "curated" / "report.json"),
+                     build=named(folder / "sft" / "build.json"),
+                     train=named(folder / "train" / "train_report.json"))  # fmt: skip
         result.update(
             curated_episodes=curated.get("kept"), train_rows=build.get("rows", {}).get("train"),
             steps=train.get("steps"), seen_tokens=train.get("seen_tokens"),

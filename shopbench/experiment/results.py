@@ -15,7 +15,8 @@ class ArmResult(BaseModel):
     """One arm: what it trained on, how it trained, how it played."""
 
     arm: Arm
-    model: str = Field(description="the model directory evaluated")
+    model: str = Field(description="the model directory evaluated (relative to the folder "
+                       "when inside it)")
     curated_episodes: int | None = Field(default=None, description="episodes curation kept")
     train_rows: int | None = Field(default=None, description="SFT train rows built")
     steps: int | None = None
@@ -32,7 +33,10 @@ class ArmResult(BaseModel):
     eval_s: float = Field(description="wall time of the evaluation")
     eval_episodes_per_s: float
     train_s: float | None = None
-    files: dict[str, str] = Field(description="what each figure was read from")
+    files: dict[str, str] = Field(
+        description="what each figure was read from (paths inside the experiment's folder "
+        "relative to it)"
+    )
 
 
 class ExperimentReport(BaseModel):
