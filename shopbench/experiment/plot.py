@@ -41,7 +41,7 @@ def _axes(x0: float, title: str, y_label: str, ticks: list[tuple[float, str]]) -
 
 
 def _asr_panel(r: ExperimentReport, x0: float) -> list[str]:
-    ticks = [(_y(v, 0, 1), f"{v:.1f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    ticks = [(_y(v, 0, 1), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
     out = _axes(x0, "ASR on the held-out tasks", f"ASR ({r.level * 100:g}% interval)", ticks)
     step = PANEL / (len(r.arms) + 1)
     for i, arm in enumerate(r.arms, start=1):
