@@ -33,13 +33,16 @@ from pydantic import (
 )
 
 from shopbench.archive.errors import FilterError
+from shopbench.records.diagnosis import DiagnosisKind
 from shopbench.records.task import Intent
-from shopbench.records.trajectory import TerminationReason
+from shopbench.records.trajectory import TerminationReason, ToolErrorCode
 
 MAX_TEXT_CHARS = 200
 """The longest full-text search a filter takes."""
 GATE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 """What a judge gate's name looks like (the rubric's names: lower case, digits, ``_``)."""
+CONSTRAINT_PATTERN = r"^[a-z_]{1,32}(:[^\x00-\x1f\x7f,]{1,96})?$"
+"""What a diagnosis's failing constraint looks like: ``price``, ``attribute:<name>`` …"""
 
 
 BIGINT_MAX = 2**63 - 1
@@ -98,6 +101,17 @@ class TraceFilter(BaseModel):
         default=None, description="termination reasons"
     )
     success: bool | None = Field(default=None, description="outcome success")
+    failure: list[DiagnosisKind] | None = Field(
+        default=None, description="how the episode ended (the diagnosis's kind)"
+    )
+    failure_constraint: list[
+        Annotated[str, StringConstraints(pattern=CONSTRAINT_PATTERN)]
+    ] | None = Field(
+        default=None, description="the diagnosis's failing constraint, e.g. price, attribute:color"
+    )  # fmt: skip
+    tool_error: list[ToolErrorCode] | None = Field(
+        default=None, description="some tool call failed with one of these error codes"
+    )
     score_min: Score | None = Field(default=None, description="lowest final score (inclusive)")
     score_max: Score | None = Field(default=None, description="highest final score (inclusive)")
     rule_score_min: Score | None = Field(default=None, description="lowest mean rule score")

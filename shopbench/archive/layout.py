@@ -2,14 +2,15 @@
 
 One row per episode. Every scalar an archive query filters on is a real column (ids, the
 task, the miner and validator, block, epoch, bucket, success and the scores, turns, tool
-calls, termination, timings); the conversation (``messages``) and the validator's tool log
-(``tool_log``) are nested Arrow lists of structs, so DuckDB unnests them and Hugging Face
-``datasets`` returns them as lists of dicts; the parts whose shape is open (the tool
-schemas, the outcome with its slots, the judge verdict with a judge's own fields, the
-timings, the token map, a tool call's arguments) are JSON text, which no reader can
-reshape. :func:`from_table` rebuilds every record exactly from the columns it needs and
-ignores the derived ones, so ``from_table(to_table(ts)) == ts`` and each record's signing
-payload is unchanged. ``docs/archive.md`` says why this split and not one or the other.
+calls, termination, the diagnosis of :mod:`shopbench.records.diagnosis`, timings); the
+conversation (``messages``) and the validator's tool log (``tool_log``) are nested Arrow
+lists of structs, so DuckDB unnests them and Hugging Face ``datasets`` returns them as lists
+of dicts; the parts whose shape is open (the tool schemas, the outcome with its slots, the
+judge verdict with a judge's own fields, the timings, the token map, a tool call's
+arguments) are JSON text, which no reader can reshape. :func:`from_table` rebuilds every
+record exactly from the columns it needs and ignores the derived ones, so
+``from_table(to_table(ts)) == ts`` and each record's signing payload is unchanged.
+``docs/archive.md`` says why this split and not one or the other.
 
 The JSON Schema of the record (``docs/trajectory.schema.json``) is generated here:
 ``python -m shopbench.archive.layout docs/trajectory.schema.json``.
@@ -83,7 +84,8 @@ SCHEMA = pa.schema(
         # the agent
         ("agent", pa.string()),
         ("system_prompt_version", pa.string()),
-        # what came of it (success .. tool_calls are derived, for filtering)
+        # what came of it (success, the rule and judge scores, judge_id, tool_calls and
+        # failure .. tool_errors are derived, for filtering)
         ("success", pa.bool_()),
         ("rule_score", pa.float64()),
         ("judge_score", pa.float64()),
@@ -94,6 +96,9 @@ SCHEMA = pa.schema(
         ("termination", pa.string()),
         ("termination_detail", pa.string()),
         ("status", pa.string()),
+        ("failure", pa.string()),
+        ("failure_constraint", pa.string()),
+        ("tool_errors", pa.int32()),
         # timings (started_at .. grade_ms are derived; the exact record is timings_json)
         ("started_at", pa.timestamp("us", tz="UTC")),
         ("total_ms", pa.float64()),
@@ -127,7 +132,8 @@ FILTER_COLUMNS = tuple(
 
 _DERIVED = frozenset(
     {"success", "rule_score", "judge_score", "judge_id", "tool_calls", "started_at",
-     "total_ms", "policy_ms", "env_ms", "grade_ms"}
+     "total_ms", "policy_ms", "env_ms", "grade_ms", "failure", "failure_constraint",
+     "tool_errors"}
 )  # fmt: skip
 _PLAIN = tuple(
     name
@@ -208,7 +214,11 @@ def _row(t: Trajectory) -> dict[str, Any]:
     row["signer"] = None if sig is None else sig["signer"]
     row["signature"] = None if sig is None else sig["signature"]
     timings = t.timings
+    diagnosis = t.diagnosis
     row |= {
+        "failure": diagnosis.kind,
+        "failure_constraint": diagnosis.constraint,
+        "tool_errors": sum(entry.error is not None for entry in t.tool_log),
         "success": t.outcome.success,
         "rule_score": t.outcome.mean_rule,
         "judge_score": None if t.judge is None else t.judge.score,

@@ -41,7 +41,8 @@ _RANGES: tuple[tuple[str, str, str], ...] = (
 _LISTS: tuple[tuple[str, str], ...] = (
     ("intent", "intent"), ("cluster", "cluster"), ("miner_uid", "miner_uid"),
     ("miner_hotkey", "miner_hotkey"), ("validator", "validator_hotkey"), ("agent", "agent"),
-    ("judge_id", "judge_id"), ("termination", "termination"),
+    ("judge_id", "judge_id"), ("termination", "termination"), ("failure", "failure"),
+    ("failure_constraint", "failure_constraint"),
 )  # fmt: skip
 
 
@@ -138,6 +139,10 @@ def where_clause(f: TraceFilter) -> tuple[str, list[Any]]:
             "AS DOUBLE[])), 0) >= ?"
         )
         params.append(f.slow_turn_ms)
+    if f.tool_error is not None:
+        marks = ", ".join("?" for _ in f.tool_error)
+        terms.append(f'len(list_filter("tool_log", lambda e: e.error IN ({marks}))) > 0')
+        params.extend(f.tool_error)
     if f.gate_failed is not None:
         ors = " OR ".join(
             "json_extract_string(\"judge_json\", ?) = 'false'" for _ in f.gate_failed

@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.chat import ChatMessage
+from shopbench.records.diagnosis import Diagnosis, diagnose
 from shopbench.records.outcome import Outcome
 from shopbench.records.task import Intent, Split, TaskCard
 from shopbench.records.verdict import Verdict
@@ -57,6 +58,13 @@ FailureKind = Literal[
     "oversized",
     "too_many_calls",
 ]
+
+
+ToolErrorCode = Literal[
+    "unknown_tool", "bad_argument", "invalid_id", "limit", "not_allowed", "episode_over"
+]
+"""The codes a tool-log entry's ``error`` takes (the environment's tool errors,
+:mod:`shopbench.env.errors`)."""
 
 
 class TurnFailure(BaseModel):
@@ -185,6 +193,14 @@ class Trajectory(BaseModel):
     def success(self) -> bool:
         """Whether the outcome grader counted the episode a success."""
         return self.outcome.success
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        """Why the episode ended as it did (:func:`~shopbench.records.diagnosis.diagnose`
+        over the signed outcome, termination, recommendation and verdict)."""
+        return diagnose(
+            self.outcome, self.termination.value, recommended=self.recommended, judge=self.judge
+        )
 
     @property
     def tool_calls(self) -> int:
