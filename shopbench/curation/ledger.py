@@ -37,6 +37,7 @@ LEDGER_SCHEMA = pa.schema([
     ("intent", pa.string()),
     ("score", pa.float64()),
     ("success", pa.bool_()),
+    ("failure", pa.string()),
     ("turns", pa.int64()),
     ("policy", pa.string()),
     ("honest", pa.bool_()),

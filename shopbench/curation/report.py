@@ -101,6 +101,33 @@ class DuplicateCounts(BaseModel):
     )
 
 
+class DiagnosisCounts(BaseModel):
+    """The episodes of one diagnosis kind (:mod:`shopbench.records.diagnosis`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    episodes: int
+    kept: int
+    dropped_by_rule: dict[str, int] = Field(default_factory=dict)
+
+
+def _diagnoses(ledger: Ledger) -> dict[str, DiagnosisCounts]:
+    rows = ledger.rows(
+        "SELECT coalesce(failure, '(unread)') AS k, coalesce(drop_rule, '') AS r, count(*) "
+        "FROM ep GROUP BY k, r ORDER BY k, r"
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for kind, rule, n in rows:
+        entry = out.setdefault(kind, {"episodes": 0, "kept": 0, "dropped_by_rule": {}})
+        entry["episodes"] += n
+        if rule:
+            entry["dropped_by_rule"][rule] = n
+        else:
+            entry["kept"] += n
+    order = sorted(out.items(), key=lambda kv: (-kv[1]["episodes"], kv[0]))
+    return {k: DiagnosisCounts(**v) for k, v in order}
+
+
 class CurationReport(BaseModel):
     """Everything ``report.json`` holds."""
 
@@ -112,6 +139,10 @@ class CurationReport(BaseModel):
     dropped_by_rule: dict[str, int]
     rules: dict[str, RuleEffect]
     kept_per_intent: dict[str, int]
+    diagnoses: dict[str, DiagnosisCounts] = Field(
+        default_factory=dict,
+        description="per diagnosis kind (how the episode ended), the episodes in and kept",
+    )
     kept_per_cluster: dict[str, int]
     kept_per_miner: dict[str, int]
     duplicates_per_miner: dict[str, DuplicateCounts] = Field(
@@ -292,6 +323,7 @@ def build_report(
         dropped_by_rule=dropped,
         rules=effects,
         kept_per_intent={} if ledger.empty else _counts(ledger, "intent"),
+        diagnoses={} if ledger.empty else _diagnoses(ledger),
         kept_per_cluster={} if ledger.empty else _counts(ledger, "cluster"),
         kept_per_miner={} if ledger.empty else _counts(ledger, "miner"),
         duplicates_per_miner={
@@ -395,6 +427,14 @@ def render_markdown(r: CurationReport) -> str:
             )
     else:
         lines.append("No test set given.")
+    if r.diagnoses:
+        lines += [
+            "", "## How the episodes ended (diagnosis)", "",
+            "| diagnosis | episodes | kept | dropped by rule |", "|---|---|---|---|",
+        ]  # fmt: skip
+        for kind, c in r.diagnoses.items():
+            rules = ", ".join(f"{k} {v}" for k, v in c.dropped_by_rule.items()) or "–"
+            lines.append(f"| {kind} | {c.episodes} | {c.kept} | {rules} |")
     lines += ["", "## Kept", ""]
     for title, counts in (("intent", r.kept_per_intent), ("miner", r.kept_per_miner)):
         shown = ", ".join(f"{safe(k, 64)} {v}" for k, v in counts.items())
