@@ -432,9 +432,9 @@ def render_markdown(r: CurationReport) -> str:
             "", "## How the episodes ended (diagnosis)", "",
             "| diagnosis | episodes | kept | dropped by rule |", "|---|---|---|---|",
         ]  # fmt: skip
-        for kind, d in r.diagnoses.items():
-            rules = ", ".join(f"{k} {v}" for k, v in d.dropped_by_rule.items()) or "–"
-            lines.append(f"| {kind} | {d.episodes} | {d.kept} | {rules} |")
+        for kind, counts_of in r.diagnoses.items():
+            rules = ", ".join(f"{k} {v}" for k, v in counts_of.dropped_by_rule.items()) or "–"
+            lines.append(f"| {kind} | {counts_of.episodes} | {counts_of.kept} | {rules} |")
     lines += ["", "## Kept", ""]
     for title, counts in (("intent", r.kept_per_intent), ("miner", r.kept_per_miner)):
         shown = ", ".join(f"{safe(k, 64)} {v}" for k, v in counts.items())
