@@ -69,7 +69,8 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | RecordRefused, SegmentError,  | trajectories; NotFound: an id | the HTTP API: FilterError 422,   |
 | RemoteError, QueryError,      | the HTTP API does not publish | NotFound 404, SinkError 503;     |
 | FilterError, UnsafePath;      |                               | curation re-raises a SinkError   |
-| NotFound)                     |                               | as a CurationError               |
+| NotFound; AnnotationRefused)  | AnnotationRefused: an         | as a CurationError; the CLI says |
+|                               | annotation not made           | why an annotation is refused     |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``curation.errors`` →         | curation cannot run: bad      | the CLI                          |
 | CurationError (EmptyResult,   | config, an unreadable archive |                                  |

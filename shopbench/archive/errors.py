@@ -2,8 +2,9 @@
 
 :class:`ArchiveError` is the root. :class:`SinkError` and its subclasses say the archive cannot
 store, read, query or fetch trajectories (a refused record, a segment or object store that
-fails, an unsafe name from a source, a malformed filter); :class:`NotFound` is the HTTP API's
-404, an id the archive does not publish.
+fails, an unsafe name from a source, a malformed filter); :class:`AnnotationRefused` an
+annotation that is not made; :class:`NotFound` is the HTTP API's 404, an id the archive does
+not publish.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ class FilterError(SinkError):
 
 class UnsafePath(SinkError):
     """A name from a source that is not one of the archive's own paths; never followed."""
+
+
+class AnnotationRefused(ArchiveError):
+    """An annotation that is not made or stored: the field that is wrong and why (a label
+    that is no slug, a note over its size or holding a control character, a turn the
+    episode lacks, an episode the archive does not hold)."""
 
 
 class NotFound(ArchiveError):

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from shopbench.archive.annotations import AnnotationRead, bound_all, write_annotations
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.records.trajectory import Trajectory
@@ -50,6 +52,37 @@ def export(table: pa.Table, fmt: str, out: str | Path) -> Path:
     except OSError as e:
         raise SinkError(f"{target}: cannot write the export ({e.strerror or e})") from None
     raise SinkError(f"export format {fmt!r} unknown (allowed: {', '.join(EXPORT_FORMATS)})")
+
+
+def annotations_path(fmt: str, written: Path) -> Path:
+    """Where an export's annotations go: ``annotations.jsonl`` in an exported folder (in a
+    ``datasets`` one beside ``data/``, which ``load_dataset`` reads alone),
+    ``<name>.annotations.jsonl`` beside an exported file (`fmt` names which)."""
+    if fmt == "datasets" or written.is_dir():
+        return written / "annotations.jsonl"
+    return written.with_name(f"{written.stem}.annotations.jsonl")
+
+
+def export_annotations(table: pa.Table, read: AnnotationRead, path: Path) -> int:
+    """Write at `path` the live annotations of the episodes in `table` that were made on
+    exactly the records exported (:func:`~shopbench.archive.annotations.bound`), one signed
+    line each, as the annotator's file holds it; returns how many. None: no file (an old
+    one at `path` is removed, so it never describes another export)."""
+    grouped = read.by_episode()
+    ids = [i for i in table.column("episode_id").to_pylist() if i in grouped]
+    kept: list[Any] = []
+    if ids:
+        picked = table.filter(pc.is_in(table.column("episode_id"), pa.array(ids)))
+        for annotations in bound_all(grouped, from_table(picked)).values():
+            kept.extend(annotations)
+    try:
+        if not kept:
+            path.unlink(missing_ok=True)
+            return 0
+        write_annotations(path, sorted(kept, key=lambda a: (a.episode_id, a.created_at, a.id)))
+    except OSError as e:
+        raise SinkError(f"{path}: cannot write the annotations ({e.strerror or e})") from None
+    return len(kept)
 
 
 def export_datasets(table: pa.Table, out: Path) -> Path:

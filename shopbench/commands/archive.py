@@ -98,7 +98,7 @@ def serve_command(
         root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size,
         trusted_proxies=tuple(trusted_proxies),
     )  # fmt: skip
-    app = create_app(config, index=_index(config, validator))
+    app = create_app(config, index=_index(config, validator), annotations=_annotations(folder))
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
     uvicorn.run(
         app, host=host, port=port, log_level="warning", **proxy_options(config.trusted_proxies)
@@ -118,6 +118,14 @@ def _index(config: ApiConfig, validator: str | None) -> Any:
     for dropped in index.dropped:
         typer.echo(f"not served {dropped.path}: {dropped.reason}", err=True)
     return index
+
+
+def _annotations(folder: Path) -> Any:
+    """The annotations beside the folder, each line verified by its annotator's hotkey."""
+    from shopbench.archive.annotations import AnnotationBook
+    from template.signing import HotkeyVerifier
+
+    return AnnotationBook(folder, HotkeyVerifier())
 
 
 def serve_hint(archive: Path) -> str:

@@ -151,6 +151,23 @@ def export_command(
     table = _read(directory, filters or TraceFilter(), signed_by)
     written = export(table, fmt, out)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
+    _export_annotations(directory, table, fmt, written)
+
+
+def _export_annotations(directory: Path, table, fmt: str, written: Path) -> None:  # type: ignore[no-untyped-def]
+    """The verified annotations of the exported episodes, beside the export; each line
+    that does not verify is named on stderr and left out."""
+    from shopbench.archive.annotations import read_annotations
+    from shopbench.archive.export import annotations_path, export_annotations
+    from template.signing import HotkeyVerifier
+
+    read = read_annotations(directory, HotkeyVerifier())
+    for problem in read.problems:
+        typer.echo(f"annotation left out {problem}", err=True)
+    path = annotations_path(fmt, written)
+    n = export_annotations(table, read, path)
+    if n:
+        typer.echo(f"exported {n} annotations to {path}")
 
 
 def bench_archive_command(
@@ -192,9 +209,10 @@ def bench_archive_command(
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the ``traces`` group — everything done with an archive of traces: query, export,
     pull, publish, serve — and ``bench archive`` and ``bench api``."""
-    from shopbench.commands import archive, traces_pull
+    from shopbench.commands import archive, traces_annotate, traces_pull
 
     traces_pull.register(traces_app)
+    traces_annotate.register(traces_app)
     archive.register(traces_app, app, bench_app)
     app.add_typer(traces_app, name="traces")
     bench_app.command("archive")(bench_archive_command)

@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from shopbench.archive.annotations import AnnotationBook
 from shopbench.archive.api import mirror, pages, routes
 from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.api.guard import Guard
@@ -28,9 +29,13 @@ def _wants_html(request: Request) -> bool:
     )
 
 
-def create_app(config: ApiConfig, index: ArchiveIndex | None = None) -> Any:
-    """The ASGI app serving `config.root` (`index`: an already opened view of it), wrapped
-    in the rate limit, the query-string cap and the security headers."""
+def create_app(
+    config: ApiConfig, index: ArchiveIndex | None = None,
+    annotations: AnnotationBook | None = None,
+) -> Any:  # fmt: skip
+    """The ASGI app serving `config.root` (`index`: an already opened view of it; with
+    `annotations`, the verified annotations beside it), wrapped in the rate limit, the
+    query-string cap and the security headers."""
     index = index or ArchiveIndex(config.root, refresh_s=config.refresh_s, threads=config.threads)
     app = FastAPI(
         title="shopbench trace archive",
@@ -42,10 +47,10 @@ def create_app(config: ApiConfig, index: ArchiveIndex | None = None) -> Any:
     app.include_router(routes.router(
         index, page_size=config.page_size, max_page_size=config.max_page_size,
         stream_batch=config.stream_batch, max_eval_samples=config.max_eval_samples,
+        annotations=annotations,
     ))  # fmt: skip
-    app.include_router(
-        pages.router(index, page_size=config.page_size, max_page_size=config.max_page_size)
-    )
+    app.include_router(pages.router(index, page_size=config.page_size,
+                                    max_page_size=config.max_page_size, annotations=annotations))
     app.include_router(mirror.router(index))
     app.mount("/static", StaticFiles(packages=[("shopbench.archive.api", "static")]), "static")
 

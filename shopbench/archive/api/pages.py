@@ -17,6 +17,8 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from shopbench.archive.annotations import AnnotationBook
+from shopbench.archive.api.annotated import by_turn, label_rows, of_record
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
@@ -140,8 +142,9 @@ def _query_string(values: dict[str, Any], **extra: Any) -> str:
     return urlencode(items)
 
 
-def router(index: ArchiveIndex, *, page_size: int, max_page_size: int) -> APIRouter:
-    """The browser's routes over `index`."""
+def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
+           annotations: AnnotationBook | None = None) -> APIRouter:  # fmt: skip
+    """The browser's routes over `index` (and the `annotations` beside it, when given)."""
     pages = APIRouter(include_in_schema=False)
 
     @pages.get("/", response_class=HTMLResponse)
@@ -157,6 +160,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int) -> APIRou
         )
         values = {k: request.query_params.get(k) for k in FORM_FIELDS}
         rows, nxt = index.page(r.filters, limit=r.limit or page_size, after=r.cursor)
+        label_rows(index, annotations, rows)
         filters_qs = _query_string(values)
         next_qs = _query_string(values, cursor=encode_cursor(nxt), limit=r.limit) if nxt else None
         gates = index.gate_names()
@@ -168,8 +172,10 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int) -> APIRou
         t = index.trajectory(episode_id)
         if t is None:
             raise NotFound(f"no episode {episode_id}")
-        return render(index, "episode.html", t=t, turns=turns_of(t), criteria=criteria_of(t),
-                      outcome=t.outcome)  # fmt: skip
+        notes = by_turn(of_record(annotations, t))
+        turns = [{**turn, "annotations": notes.get(turn["number"], [])} for turn in turns_of(t)]
+        return render(index, "episode.html", t=t, turns=turns, criteria=criteria_of(t),
+                      outcome=t.outcome, annotations=notes.get(None, []))  # fmt: skip
 
     @pages.get("/tasks/{task_id}", response_class=HTMLResponse)
     def task_page(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:

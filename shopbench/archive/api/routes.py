@@ -19,6 +19,8 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 
+from shopbench.archive.annotations import AnnotationBook
+from shopbench.archive.api.annotated import EpisodeAnnotations, episode_annotations, label_rows
 from shopbench.archive.api.exports import (
     FORMATS,
     MEDIA_TYPES,
@@ -176,8 +178,9 @@ def episode_response(episodes: list[Any], fmt: str, name: str) -> Response:
 
 
 def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_batch: int,
-           max_eval_samples: int) -> APIRouter:  # fmt: skip
-    """The ``/v1`` routes over `index`."""
+           max_eval_samples: int,
+           annotations: AnnotationBook | None = None) -> APIRouter:  # fmt: skip
+    """The ``/v1`` routes over `index` (and the `annotations` beside it, when given)."""
     api = APIRouter(prefix="/v1", tags=["archive"])
     list_params = [*filter_parameters(), *_paging(FORMATS)]
 
@@ -203,6 +206,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
                     filter="limit",
                 )
             rows, nxt = index.page(r.filters, limit=limit, after=r.cursor)
+            label_rows(index, annotations, rows)
             return Page(items=rows, next_cursor=encode_cursor(nxt) if nxt else None,
                         embargo_lifted=index.embargo.lifted)  # fmt: skip
         f = r.filters.model_copy(update={"limit": r.limit})
@@ -249,6 +253,18 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         if r.format == "json":
             return Response(t.model_dump_json(), media_type="application/json")
         return episode_response([t], r.format, episode_id)
+
+    @api.get("/episodes/{episode_id}/annotations", response_model=EpisodeAnnotations,
+             responses={404: {"description": "unknown"}})  # fmt: skip
+    def annotations_of(
+        episode_id: str = Path(pattern=ID_PATTERN, max_length=128),
+    ) -> EpisodeAnnotations:
+        """The people's signed annotations of one episode: each verified, not retracted,
+        and made on exactly the record served (an embargoed episode is a 404)."""
+        t = index.trajectory(episode_id)
+        if t is None:
+            raise NotFound(f"no episode {episode_id}")
+        return episode_annotations(annotations, t)
 
     @api.get("/tasks/{task_id}", response_model=TaskEpisodes)
     def task(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> TaskEpisodes:
