@@ -1,4 +1,5 @@
-"""Exports of a query's result: a ``datasets`` folder, JSONL records, ShoppingBench traces.
+"""Exports of a query's result: a ``datasets`` folder, JSONL records, ShoppingBench traces,
+ATIF documents (a folder of one ``<episode_id>.json`` each, :mod:`shopbench.archive.atif`).
 
 Each export takes the Arrow table :func:`shopbench.archive.query.query` returned, so the
 filters and the store's embargo have already been applied; nothing here reads a shard.
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from shopbench.archive.annotations import AnnotationRead, bound_all, write_annotations
+from shopbench.archive.atif import export_atif
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.records.trajectory import Trajectory
@@ -34,13 +36,14 @@ from shopbench.records.trajectory import Trajectory
 DATASET_ROWS_PER_FILE = 100_000
 """Rows per Parquet file of a ``datasets`` export."""
 
-EXPORT_FORMATS = ("datasets", "jsonl", "shoppingbench")
+EXPORT_FORMATS = ("datasets", "jsonl", "shoppingbench", "atif")
 """What :func:`export` writes."""
 
 
 def export(table: pa.Table, fmt: str, out: str | Path) -> Path:
     """Write `table` in `fmt` (one of :data:`EXPORT_FORMATS`) at `out` (a folder for
-    ``datasets``, a file otherwise); returns what was written. SinkError on I/O failure."""
+    ``datasets`` and ``atif``, a file otherwise); returns what was written. SinkError on I/O
+    failure."""
     target = Path(out)
     try:
         if fmt == "datasets":
@@ -49,6 +52,8 @@ def export(table: pa.Table, fmt: str, out: str | Path) -> Path:
             return export_jsonl(table, target)
         if fmt == "shoppingbench":
             return export_shoppingbench(table, target)
+        if fmt == "atif":
+            return export_atif(table, target)
     except OSError as e:
         raise SinkError(f"{target}: cannot write the export ({e.strerror or e})") from None
     raise SinkError(f"export format {fmt!r} unknown (allowed: {', '.join(EXPORT_FORMATS)})")

@@ -134,13 +134,15 @@ def export_command(
         ...,
         "--format",
         help="datasets (a folder for load_dataset('parquet', data_dir=…)), "
-        "jsonl, or shoppingbench (ShoppingBench's rollout traces)",
+        "jsonl, shoppingbench (ShoppingBench's rollout traces), or atif (a new folder of "
+        "ATIF v1.7 documents, one <episode_id>.json per episode)",
     ),  # fmt: skip
-    out: Path = typer.Option(..., "--out", help="folder (datasets) or file"),
+    out: Path = typer.Option(..., "--out", help="folder (datasets, atif) or file"),
     signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
     filters: TraceFilter | None = None,
 ) -> None:
-    """Export the matching episodes as a datasets folder, JSONL, or ShoppingBench traces."""
+    """Export the matching episodes as a datasets folder, JSONL, ShoppingBench traces or
+    ATIF documents."""
     from shopbench.archive.export import EXPORT_FORMATS, export
 
     if fmt not in EXPORT_FORMATS:

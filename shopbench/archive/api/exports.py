@@ -9,7 +9,9 @@
 - ``eval``: an Inspect AI log (``.eval``, written with ``inspect_ai``'s own log API), one
   sample per episode: the conversation as Inspect chat messages, the final turn as the
   output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, and the
-  ids in the sample's metadata; Inspect's viewer and its log readers open it.
+  ids in the sample's metadata; Inspect's viewer and its log readers open it;
+- ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.archive.atif`);
+  a single episode's is its one JSON document.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pydantic_core
 
-from shopbench.archive.layout import SCHEMA, record_dicts
+from shopbench.archive.atif import atif_lines, load_atif
+from shopbench.archive.layout import SCHEMA, from_table, record_dicts
 from shopbench.records.trajectory import Trajectory
 
-FORMATS = ("json", "jsonl", "parquet", "trl", "eval")
+FORMATS = ("json", "jsonl", "parquet", "trl", "eval", "atif")
 """What ``/v1/trajectories`` answers in (``json`` pages; the rest stream every match)."""
 
 MEDIA_TYPES = {
@@ -38,8 +41,12 @@ MEDIA_TYPES = {
     "trl": "application/x-ndjson",
     "parquet": "application/vnd.apache.parquet",
     "eval": "application/zip",
+    "atif": "application/x-ndjson",
 }
-SUFFIXES = {"jsonl": ".jsonl", "trl": ".trl.jsonl", "parquet": ".parquet", "eval": ".eval"}
+SUFFIXES = {
+    "jsonl": ".jsonl", "trl": ".trl.jsonl", "parquet": ".parquet", "eval": ".eval",
+    "atif": ".atif.jsonl",
+}
 
 
 def trl_row(record: Trajectory | Mapping[str, Any]) -> dict[str, Any]:
@@ -57,6 +64,13 @@ def trl_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
     for table in tables:
         rows = [pydantic_core.to_json(trl_row(r)) for r in record_dicts(table)]
         yield b"\n".join(rows) + b"\n"
+
+
+def atif_chunks(tables: Iterable[pa.Table]) -> Iterator[bytes]:
+    """Each episode of `tables` (the layout's columns) as its ATIF document, one JSON line
+    each; SinkError at once, before anything streams, when the atif package is missing."""
+    load_atif()
+    return (atif_lines(from_table(table)) for table in tables if table.num_rows)
 
 
 def record_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:

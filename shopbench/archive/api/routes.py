@@ -25,6 +25,7 @@ from shopbench.archive.api.exports import (
     FORMATS,
     MEDIA_TYPES,
     SUFFIXES,
+    atif_chunks,
     eval_log,
     parquet_chunks,
     record_lines,
@@ -33,6 +34,7 @@ from shopbench.archive.api.exports import (
 )
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
+from shopbench.archive.atif import atif_file_name, atif_line
 from shopbench.archive.errors import FilterError, NotFound
 from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, TraceFilter
 from shopbench.archive.layout import from_table, record_json_sql
@@ -42,7 +44,7 @@ from shopbench.archive.query import Cursor
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 """What an episode or task id in a path looks like; anything else is a 422."""
 PAGE_PARAMETERS = ("cursor", "limit", "format")
-EPISODE_FORMATS = ("json", "jsonl", "trl", "eval")
+EPISODE_FORMATS = ("json", "jsonl", "trl", "eval", "atif")
 
 
 class Page(BaseModel):
@@ -195,8 +197,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
     )  # fmt: skip
     def trajectories(request: Request) -> Any:
         """Matching episodes: a page of summaries (``format=json``, follow ``next_cursor``), or
-        every match streamed as JSONL records, TRL rows, Parquet, or one Inspect ``.eval``
-        log (at most ``max_eval_samples``)."""
+        every match streamed as JSONL records, TRL rows, Parquet, ATIF documents (one per
+        line), or one Inspect ``.eval`` log (at most ``max_eval_samples``)."""
         r = read_request(request, formats=FORMATS, max_limit=None, default_limit=None)
         if r.format == "json":
             limit = r.limit or page_size
@@ -229,7 +231,12 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
             chunks = record_lines(lines)
         else:
             tables = index.tables(f, batch=stream_batch)
-            chunks = parquet_chunks(tables) if r.format == "parquet" else trl_lines(tables)
+            if r.format == "parquet":
+                chunks = parquet_chunks(tables)
+            elif r.format == "atif":
+                chunks = atif_chunks(tables)
+            else:
+                chunks = trl_lines(tables)
         return StreamingResponse(
             chunks, media_type=MEDIA_TYPES[r.format], headers=_attachment("episodes", r.format)
         )
@@ -239,7 +246,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         request: Request,
         episode_id: str = Path(pattern=ID_PATTERN, max_length=128),
     ) -> Any:
-        """One episode: the record (``format=json``), or as JSONL, a TRL row or ``.eval``."""
+        """One episode: the record (``format=json``), or as JSONL, a TRL row, ``.eval``, or
+        its ATIF document (``format=atif``, one JSON file)."""
         extra = [k for k in request.query_params if k != "format"]
         if extra:
             why = "refused: one episode takes only format"
@@ -252,6 +260,10 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
             raise NotFound(f"no episode {episode_id}")
         if r.format == "json":
             return Response(t.model_dump_json(), media_type="application/json")
+        if r.format == "atif":
+            name = atif_file_name(episode_id)
+            return Response(atif_line(t), media_type="application/json",
+                            headers={"content-disposition": f'attachment; filename="{name}"'})
         return episode_response([t], r.format, episode_id)
 
     @api.get("/episodes/{episode_id}/annotations", response_model=EpisodeAnnotations,
