@@ -4,7 +4,8 @@ its turns and checklist, and an episode whose every miner-written field is an at
 must not run.
 
 With ``SHOPBENCH_SCREENSHOTS=DIR`` set, the test saves the screenshots docs/browser.md shows
-(leaderboard.png, episodes.png, episode.png, task.png) into DIR.
+(leaderboard.png, episodes.png, episode.png, task.png, and annotations.png and
+episode-annotations.png of an annotated episode) into DIR.
 """
 
 from __future__ import annotations
@@ -175,3 +176,44 @@ def test_hostile_miner_text_runs_nothing_in_the_browser(
             if path.startswith("/episodes/"):
                 shown = browser.find_element(By.ID, "turns").text
                 assert "<script>window.__pwned" in shown  # shown as text, never run
+
+
+def test_annotations_show_in_the_list_and_on_the_episode(
+    browser, arena_root: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from shopbench.archive.annotations import AnnotationBook, annotate, append_annotation
+    from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
+
+    root = Path(shutil.copytree(arena_root, tmp_path / "archive"))
+    t = min((x for x in read_store(root) if x.turns >= 2), key=lambda x: x.episode_id)
+    signer = HotkeySigner.from_wallet(LocalWallet.derive("browser-annotator"))
+    for label, turn, note in (
+        ("reward-hack", 2, "recommended before any search <b>bold?</b>"),
+        ("needs-review", None, ""),
+    ):
+        append_annotation(root, annotate(t, signer, label=label, turn=turn, note=note))
+    app = create_app(ApiConfig(root=str(root)), annotations=AnnotationBook(root, HotkeyVerifier()))
+    with serving(app) as url:
+        browser.get(url + f"/episodes?intent={t.intent}")
+        row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+                   if r.find_element(By.CSS_SELECTOR, "td a").text == t.episode_id)  # fmt: skip
+        labels = row.find_elements(By.CSS_SELECTOR, "td.labels .label")
+        assert [x.text for x in labels] == ["needs-review", "reward-hack"]
+        others = browser.find_elements(By.CSS_SELECTOR, "#episodes td.labels .label")
+        assert len(others) == 2  # no other episode is labelled
+        _shot(browser, "annotations.png")
+
+        row.find_element(By.CSS_SELECTOR, "td a").click()
+        WebDriverWait(browser, 15).until(lambda d: d.current_url.endswith(t.episode_id))
+        whole = browser.find_element(By.ID, "annotations")
+        assert [x.text for x in whole.find_elements(By.CSS_SELECTOR, ".label")] == ["needs-review"]
+        assert signer.hotkey in whole.text
+        turn = browser.find_element(By.ID, "turn-2")
+        assert turn.find_element(By.CSS_SELECTOR, ".annotation .label").text == "reward-hack"
+        note = turn.find_element(By.CSS_SELECTOR, ".annotation .note")
+        assert note.text == "recommended before any search <b>bold?</b>"  # text, not markup
+        assert not turn.find_elements(By.CSS_SELECTOR, ".annotation b")
+        _shot(browser, "episode-annotations.png")
