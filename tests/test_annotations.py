@@ -20,12 +20,15 @@ from pathlib import Path
 import pytest
 from api_archives import HOSTILE, embargoed, run_arena
 from fastapi.testclient import TestClient
+from keyed_hash import KeyedHash
 
 from shopbench.archive.annotations import (
     ANNOTATIONS_DIR,
     MAX_NOTE_CHARS,
     Annotation,
     AnnotationBook,
+    annotate,
+    append_annotation,
     read_annotations,
     record_digest,
 )
@@ -401,3 +404,17 @@ def test_the_archive_readers_and_pull_leave_the_annotations_alone(
     assert len(list(read_store(pulled))) == 24
     with _client(root) as client:
         assert client.get(f"/{ANNOTATIONS_DIR}/").status_code == 404  # not a published file
+
+
+def test_an_append_after_a_torn_line_keeps_every_earlier_byte(root: Path) -> None:
+    t = _multi_turn(root)
+    key = KeyedHash("5Annotator")
+    path = append_annotation(root, annotate(t, key, label="good"))
+    with path.open("ab") as f:
+        f.write(b'{"annotation_version":1,"epis')  # a write a crash cut short
+    before = path.read_bytes()
+    append_annotation(root, annotate(t, key, label="bad", turn=1))
+    assert path.read_bytes().startswith(before)
+    read = read_annotations(root, key)
+    assert [a.label for a in read.annotations] == ["good", "bad"]
+    assert [(p.line, p.reason) for p in read.problems] == [(2, "not JSON")]

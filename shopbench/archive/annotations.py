@@ -279,6 +279,7 @@ def read_annotation_file(
         read.problems.append(Problem(file=where, line=0, reason=f"unreadable ({e.strerror})"))
         return read
     with f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_SH)  # never half of a line being appended
         number = 0
         while True:
             raw = f.readline(MAX_LINE_BYTES + 1)
