@@ -37,11 +37,12 @@ def _register() -> None:
         subnet_bench,
         tasks,
         traces,
+        verify,
     )
 
     for module in (
         arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces, curate,
-        distill,
+        distill, verify,
     ):  # fmt: skip
         module.register(app, bench_app)
 

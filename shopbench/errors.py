@@ -72,6 +72,12 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | NotFound; AnnotationRefused)  | AnnotationRefused: an         | as a CurationError; the CLI says |
 |                               | annotation not made           | why an annotation is refused     |
 +-------------------------------+-------------------------------+----------------------------------+
+| ``verify.errors`` →           | a verification cannot run as  | the CLI (a mismatch is no error: |
+| VerifyError                   | asked: no archive, a catalog  | the report names it and the      |
+|                               | of another seed, no source of | command exits 1)                 |
+|                               | tasks, a rubric version this  |                                  |
+|                               | release does not package      |                                  |
++-------------------------------+-------------------------------+----------------------------------+
 | ``curation.errors`` →         | curation cannot run: bad      | the CLI                          |
 | CurationError (EmptyResult,   | config, an unreadable archive |                                  |
 | CuratedSetError)              | or truth file, an empty       |                                  |

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from shopbench.catalog.store import Catalog
+    from shopbench.env.tokens import TokenBook
     from shopbench.outcome.title import TitleMatcher
     from shopbench.records.outcome import Outcome
     from shopbench.records.task import Intent
@@ -82,11 +83,15 @@ class ShoppingEnv:
                 self._knowledge = KnowledgeIndex(self.catalog.knowledge())
             return self._knowledge
 
-    def new_episode(self, task: Task, key: bytes | None = None) -> Episode:
+    def new_episode(
+        self, task: Task, key: bytes | None = None, tokens: TokenBook | None = None
+    ) -> Episode:
         """A fresh episode for `task`; `key` (≥ 16 bytes) fixes its tokens, none draws one.
 
         The key decides every id the agent sees and is never shown to it: the same key
         reproduces the same tokens, another key makes every earlier token invalid.
+        `tokens` replaces the key's book (a replay's
+        :class:`~shopbench.env.tokens.RecordedTokenBook`: the tokens an archived episode showed).
         """
         if key is None:
             key = secrets.token_bytes(KEY_BYTES)
@@ -101,6 +106,7 @@ class ShoppingEnv:
             system_prompt_version=self.prompt_version,
             limits=self.limits,
             knowledge=self.knowledge_index if task.intent == "knowledge" else None,
+            tokens=tokens,
         )
 
     def grade(self, task: Task, product_ids: Sequence[str | None]) -> Outcome:

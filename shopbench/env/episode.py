@@ -102,6 +102,7 @@ class Episode:
         system_prompt_version: str,
         limits: EpisodeLimits,
         knowledge: Callable[[], KnowledgeIndex] | None = None,
+        tokens: TokenBook | None = None,
     ) -> None:
         self.task_id = task.id
         self.intent = task.intent
@@ -111,7 +112,7 @@ class Episode:
         self.system_prompt_version = system_prompt_version
         self.limits = limits
         self._specs = specs
-        self._tokens = TokenBook(key)
+        self._tokens = tokens if tokens is not None else TokenBook(key)
         self._tools = ShopTools(index, self._tokens, limits, knowledge)
         self.turn = 0
         self._calls_in_turn = 0

@@ -110,3 +110,43 @@ class TokenBook:
 
     def __len__(self) -> int:
         return len(self._to_id["product"]) + len(self._to_id["shop"])
+
+
+def token_kind(token: str) -> TokenKind | None:
+    """The kind a token's shape says it is (10 digits: a product, 9: a shop), else None."""
+    if not token.isdigit() or token[0] == "0":
+        return None
+    return next((k for k, n in _DIGITS.items() if len(token) == n), None)
+
+
+class RecordedTokenBook(TokenBook):
+    """A book that shows each catalog id by the token an archived episode recorded for it.
+
+    The key an episode was played with is drawn at random and never recorded (its public id
+    is a one-way hash of it), so a replay cannot mint the original tokens again; it takes
+    them from the record's token map instead. An id the record never showed gets a token
+    minted under a fresh key, which no recorded observation contains: a replay that shows
+    something the original did not is seen in its observations and in its token map.
+    """
+
+    def __init__(self, recorded: dict[str, str], key: bytes) -> None:
+        super().__init__(key)
+        self._recorded: dict[TokenKind, dict[str, str]] = {"product": {}, "shop": {}}
+        for token, catalog_id in recorded.items():
+            kind = token_kind(token)
+            if kind is not None:
+                self._recorded[kind].setdefault(catalog_id, token)
+
+    def show_all(self, kind: TokenKind, catalog_ids: Sequence[str]) -> list[str]:
+        """The recorded token of each id (minted afresh where the record has none)."""
+        to_token, to_id = self._to_token[kind], self._to_id[kind]
+        out: list[str] = []
+        for catalog_id in catalog_ids:
+            token = to_token.get(catalog_id) or self._recorded[kind].get(catalog_id)
+            if token is not None and to_id.get(token, catalog_id) == catalog_id:
+                to_id[token] = catalog_id
+                to_token[catalog_id] = token
+                out.append(token)
+            else:
+                out.extend(super().show_all(kind, (catalog_id,)))
+        return out

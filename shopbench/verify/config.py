@@ -1,0 +1,21 @@
+"""What a verification checks beyond each episode on its own (light: the CLI reads it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class VerifyConfig(BaseModel):
+    """What a verification checks beyond each episode on its own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rounds: bool = Field(
+        default=True,
+        description="re-derive each miner's template and decision factors from its whole "
+        "round (needs the whole archive: a filtered subset splits rounds)",
+    )
+    max_per_episode: int = Field(
+        default=20, ge=1, description="mismatches reported per episode before the rest are "
+        "counted in one line",
+    )  # fmt: skip
