@@ -33,6 +33,7 @@ from shopbench.records.binding import result_digest
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
+from template.signing import HotkeyVerifier
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +165,12 @@ def test_the_signature_digest_ties_each_document_to_its_signed_record(
         }  # fmt: skip
         assert root["score"] == t.score and root["termination"] == t.termination.value
         assert root["diagnosis"] == t.diagnosis.model_dump(mode="json")
+        # the document names the bytes and the signature; the validator's key checks both
+        signed = root["signature"]
+        payload = t.signing_payload()
+        assert hashlib.sha256(payload).hexdigest() == signed["payload_sha256"]
+        assert HotkeyVerifier().verify(payload, signed["signature"], signed["signer"])
+        assert not HotkeyVerifier().verify(payload + b" ", signed["signature"], signed["signer"])
     assert {ours(d.extra)["outcome"]["success"] for d in exported.values()} == {True, False}
 
 
@@ -185,6 +192,10 @@ class Scripted:
         return r
 
 
+def _strict(name: str) -> Any:
+    raise AssertionError(f"{name} in a document")
+
+
 def _call(name: str, arguments: str, call_id: str) -> ToolCall:
     return ToolCall(id=call_id, function=FunctionCall(name=name, arguments=arguments))
 
@@ -201,6 +212,7 @@ def test_a_failed_turn_a_nudge_and_unparseable_arguments_keep_their_places(
             _call("find_product", '{"q": "bag", "page": ', "c-bad"),
             _call("find_product", "[1, 2]", "c-list"),
             _call("find_product", json.dumps({"q": "bag", "page": 1}), "c-good"),
+            _call("find_product", '{"q": NaN, "page": Infinity}', "c-nan"),
         ]),
         AssistantMessage(content="thinking out loud", reasoning_content="no call this time"),
         AssistantMessage(tool_calls=[_call("terminate", '{"status": "failure"}', "c-end")]),
@@ -217,23 +229,28 @@ def test_a_failed_turn_a_nudge_and_unparseable_arguments_keep_their_places(
     result = export(root, tmp_path / "atif")
     assert result.exit_code == 0, result.output
     [doc] = read_documents(tmp_path / "atif").values()
+    [written] = (tmp_path / "atif").glob("*.json")
+    json.loads(written.read_text(), parse_constant=_strict)  # strict JSON, no NaN
     # system, user, turn 2 (three calls), turn 3 (no call), its nudge, turn 4 (terminate)
     assert [s.source for s in doc.steps] == ["system", "user", "agent", "agent", "user", "agent"]
     assert [ours(s.extra)["turn"] for s in doc.steps if s.source == "agent"] == [2, 3, 4]
     searched = doc.steps[2]
     assert searched.tool_calls is not None
-    bad, listed, good = searched.tool_calls
+    bad, listed, good, nan = searched.tool_calls
     assert bad.arguments == {} and ours(bad.extra)["arguments_text"] == '{"q": "bag", "page": '
     assert ours(bad.extra)["arguments_error"].startswith("not JSON")
     assert listed.arguments == {} and ours(listed.extra) == {
         "arguments_text": "[1, 2]", "arguments_error": "the arguments are not a JSON object",
     }  # fmt: skip
     assert good.arguments == {"q": "bag", "page": 1} and good.extra is None
+    assert nan.arguments == {}
+    assert ours(nan.extra)["arguments_text"] == '{"q": NaN, "page": Infinity}'
+    assert ours(nan.extra)["arguments_error"] == "not JSON: NaN is not a JSON value"
     assert searched.observation is not None
     results = searched.observation.results
-    assert [r.source_call_id for r in results] == ["c-bad", "c-list", "c-good"]
+    assert [r.source_call_id for r in results] == ["c-bad", "c-list", "c-good", "c-nan"]
     errors = [ours(r.extra)["error"] for r in results]
-    assert errors == [e.error for e in t.tool_log[:3]] and errors[0] is not None
+    assert errors == [e.error for e in t.tool_log[:4]] and errors[0] is not None
     assert errors[2] is None
     assert doc.steps[3].tool_calls is None and doc.steps[3].observation is None
     assert ours(doc.steps[3].extra)["failures"] == [
@@ -266,6 +283,19 @@ def test_hostile_miner_text_survives_as_data(arena: Path, tmp_path: Path) -> Non
     [t] = read_store(root)
     digest = hashlib.sha256(t.signing_payload()).hexdigest()
     assert ours(doc.extra)["signature"]["payload_sha256"] == digest
+
+
+def test_the_cli_export_applies_the_filters_and_the_embargo(
+    arena: Path, records: dict[str, Trajectory], tmp_path: Path
+) -> None:
+    result = export(arena, tmp_path / "voucher", "--intent", "voucher", "--success", "false")
+    assert result.exit_code == 0, result.output
+    picked = {e for e, t in records.items() if t.intent == "voucher" and not t.success}
+    assert picked and set(read_documents(tmp_path / "voucher")) == picked
+    root, live = embargoed(arena, tmp_path / "validator")
+    result = export(root, tmp_path / "public")
+    assert result.exit_code == 0, result.output
+    assert live and set(read_documents(tmp_path / "public")) == set(records) - live
 
 
 def test_an_export_refuses_a_folder_that_holds_anything(

@@ -107,13 +107,18 @@ def _message_turns(t: Trajectory) -> list[int]:
     return [n for n in range(1, t.turns + 1) if n not in silent]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def _arguments(call: ToolCall) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The call's arguments as ATIF's object, and the tool call's extra: the text the model
-    wrote, when it is not a JSON object."""
+    wrote, when it is not a JSON object. ``NaN`` and ``Infinity``, which Python's reader takes
+    and a JSON dump would turn into ``null``, make the text not JSON."""
     text = call.function.arguments
     try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError as e:
+        value = json.loads(text or "{}", parse_constant=_no_constant)
+    except ValueError as e:  # JSONDecodeError is one
         return {}, {EXTRA_KEY: {"arguments_text": text, "arguments_error": f"not JSON: {e}"}}
     if not isinstance(value, dict):
         why = "the arguments are not a JSON object"
@@ -314,7 +319,7 @@ def write_atif(trajectories: Iterable[Trajectory], out: Path) -> list[Path]:
                 f"episodes {written[name]!r} and {t.episode_id!r} would both be {out / name}"
             )
         written[name] = t.episode_id
-        text = json.dumps(atif_document(t), ensure_ascii=False, indent=1)
+        text = json.dumps(atif_document(t), ensure_ascii=False, allow_nan=False, indent=1)
         (out / name).write_text(text + "\n", encoding="utf-8")
         paths.append(out / name)
     return paths
@@ -328,7 +333,8 @@ def export_atif(table: pa.Table, out: Path) -> Path:
 
 def atif_line(t: Trajectory) -> bytes:
     """`t`'s ATIF document as one compact JSON line, newline included."""
-    return json.dumps(atif_document(t), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    line = json.dumps(atif_document(t), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return line.encode("utf-8") + b"\n"
 
 
 def atif_lines(trajectories: Sequence[Trajectory]) -> bytes:
