@@ -72,11 +72,11 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | NotFound; AnnotationRefused)  | AnnotationRefused: an         | as a CurationError; the CLI says |
 |                               | annotation not made           | why an annotation is refused     |
 +-------------------------------+-------------------------------+----------------------------------+
-| ``verify.errors`` →           | a verification cannot run as  | the CLI (a mismatch is no error: |
-| VerifyError                   | asked: no archive, a catalog  | the report names it and the      |
-|                               | of another seed, no source of | command exits 1)                 |
-|                               | tasks, a rubric version this  |                                  |
-|                               | release does not package      |                                  |
+| ``verify.errors`` →           | a verification cannot run as  | the CLI; a record naming a       |
+| VerifyError                   | asked: no archive, a catalog  | rubric version this release      |
+|                               | of another seed, no source of | lacks is that episode's          |
+|                               | tasks, a rubric version this  | mismatch (a mismatch is no       |
+|                               | release does not package      | error: the command exits 1)      |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``curation.errors`` →         | curation cannot run: bad      | the CLI                          |
 | CurationError (EmptyResult,   | config, an unreadable archive |                                  |

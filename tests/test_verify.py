@@ -285,6 +285,10 @@ def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
     assert {m.field for m in report.mismatches} == {
         f"judge.gates.{gate}", "judge.unpenalised_score"
     }
+    unknown = combined.judge.model_copy(update={"rubric_version": "99"})
+    report = verify_records([combined.model_copy(update={"judge": unknown})], env, tasks)
+    assert [(m.field, m.expected) for m in report.mismatches] == [("judge.rubric_version", "99")]
+    assert "no packaged rubric of version '99'" in report.mismatches[0].got
 
 
 class _Scripted:

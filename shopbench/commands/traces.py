@@ -53,14 +53,22 @@ def _read(  # type: ignore[no-untyped-def]
     (``_embargo.json``) applied: the live bucket is left out unless the store lifted it.
     With `signed_by`, only that validator's verified shards (the archive's one verified
     reader), each shard left out named on stderr."""
-    from shopbench.archive.query import query
+    return _read_source(directory, f, signed_by)[0]
+
+
+def _read_source(  # type: ignore[no-untyped-def]
+    directory: Path, f: TraceFilter, signed_by: str | None = None
+):
+    """:func:`_read`, and how it read (the shards listed, the trust, the embargo) for the
+    export's card."""
+    from shopbench.archive.export_card import ExportSource
+    from shopbench.archive.query import query, sealed_shards
     from shopbench.archive.reader import Trust, list_archive
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
 
     embargo = load_embargo(directory).view()
     if embargo.lifted:
         typer.echo(LIFTED_WARNING.format(root=directory), err=True)
-    shards = None
     if signed_by is not None:
         from template.signing import HotkeyVerifier
 
@@ -69,7 +77,13 @@ def _read(  # type: ignore[no-untyped-def]
         for dropped in listing.dropped:
             typer.echo(f"left out {dropped.path}: {dropped.reason}", err=True)
         shards = listing.shards
-    return query(directory, f, embargo=embargo, shards=shards)
+    else:
+        shards = sealed_shards(directory)
+    source = ExportSource(
+        archive=str(directory), shards=shards, validator=signed_by,
+        filters=f.model_dump(mode="json", exclude_none=True), embargo_lifted=embargo.lifted,
+    )  # fmt: skip
+    return query(directory, f, embargo=embargo, shards=shards), source
 
 
 @traces_app.command("query")
@@ -150,9 +164,13 @@ def export_command(
             f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
             param_hint="--format",
         )
-    table = _read(directory, filters or TraceFilter(), signed_by)
+    from shopbench.archive.export_card import write_export_card
+
+    table, source = _read_source(directory, filters or TraceFilter(), signed_by)
     written = export(table, fmt, out)
+    card = write_export_card(written, fmt, table, source)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
+    typer.echo(f"dataset card {card}")
     _export_annotations(directory, table, fmt, written)
 
 

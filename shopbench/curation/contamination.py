@@ -38,6 +38,7 @@ measures the catch rate per kind of edit and the false positives on arena querie
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 import unicodedata
@@ -152,10 +153,12 @@ class TestSet:
     __test__ = False  # not a pytest class
 
     def __init__(
-        self, name: str, queries: list[str], params: ContaminationParams | None = None
-    ) -> None:
+        self, name: str, queries: list[str], params: ContaminationParams | None = None,
+        sha256: str | None = None,
+    ) -> None:  # fmt: skip
         params = params if params is not None else ContaminationParams()
         self.name = name
+        self.sha256 = sha256  # of the file's bytes, when loaded from one
         self.size = len(queries)
         self.queries = list(queries)
         self.threshold = params.threshold
@@ -191,7 +194,11 @@ class TestSet:
             raise CurationError(f"contamination test set: {e}") from None
         if not loaded.tasks:
             raise CurationError(f"contamination test set {path}: no tasks in it")
-        return cls(str(path), [t.query for t in loaded.tasks], params)
+        try:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError as e:
+            raise CurationError(f"contamination test set {path}: {e.strerror or e}") from None
+        return cls(str(path), [t.query for t in loaded.tasks], params, sha256=digest)
 
     def weight(self, word: str) -> float:
         """The weight of the normalised `word` in this set (its smoothed IDF)."""

@@ -22,6 +22,7 @@ from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import RECORD_COLUMNS, record_of, table_rows, validate_record
 from shopbench.archive.remote import ArchiveSource
 from shopbench.archive.signing import Verifier
+from shopbench.curation.card import shard_check, write_curated_card
 from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten
@@ -211,9 +212,11 @@ def curate(
     ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
     try:
         with settled_heap():
-            return _run(curator, listed, ledger, cfg, out, source.location, truth, progress)
+            report = _run(curator, listed, ledger, cfg, out, source.location, truth, progress)
     finally:
         ledger.close()
+    write_curated_card(out, report, listed, shard_check(checking, validator))
+    return report
 
 
 def _run(
@@ -231,6 +234,7 @@ def _run(
     report = build_report(
         ledger, cfg, listed.refused, truth=truth, archive=archive,
         test_set_sizes={ts.name: ts.size for ts in curator.test_sets},
+        test_set_digests={ts.name: ts.sha256 for ts in curator.test_sets},
     )  # fmt: skip
     if report.kept == 0:
         write_report(report, out)

@@ -71,6 +71,7 @@ class ContaminationCounts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     test_queries: int
+    sha256: str | None = Field(default=None, description="of the test file's bytes, as read")
     contaminated: int
     clean: int
     kept_contaminated: int
@@ -211,8 +212,10 @@ def build_report(
     truth: Truth | None,
     archive: str,
     test_set_sizes: dict[str, int] | None = None,
+    test_set_digests: dict[str, str | None] | None = None,
 ) -> CurationReport:
-    """The report of a ledger whose rules have run (`test_set_sizes`: queries per test set)."""
+    """The report of a ledger whose rules have run (`test_set_sizes`: queries per test set;
+    `test_set_digests`: the sha256 of each test file)."""
     refused_rows = sum(n for n, _ in refused.values())
     if ledger.empty:
         total = kept = 0
@@ -278,7 +281,8 @@ def build_report(
             [path, path, path, path],
         )[0]  # fmt: skip
         contaminated[path] = ContaminationCounts(
-            test_queries=size, contaminated=c, clean=cl, kept_contaminated=kc, kept_clean=kcl
+            test_queries=size, sha256=(test_set_digests or {}).get(path), contaminated=c,
+            clean=cl, kept_contaminated=kc, kept_clean=kcl,
         )
     precision = recall = retention = None
     policies: dict[str, PolicyCounts] = {}

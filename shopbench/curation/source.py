@@ -39,6 +39,7 @@ class Shard:
     rel: str
     rows: int
     signer: str  # the manifest's signer, verified when the run verifies signatures
+    sha256: str = ""  # the manifest's sha256 of the file, checked when the listing read it
 
 
 @dataclass(slots=True)
@@ -91,7 +92,7 @@ def list_shards(
     refused = {d.path: (d.rows, d.reason) for d in listing.dropped}
     shards = [
         Shard(file=Path(r.file), rel=r.manifest.path, rows=r.manifest.rows,
-              signer=r.manifest.signer)
+              signer=r.manifest.signer, sha256=r.manifest.sha256)
         for r in listing.shards
     ]  # fmt: skip
     if not shards and not refused:

@@ -1,9 +1,10 @@
 """`shopbench distill build`: a curated set → an SFT dataset folder (Parquet).
 
-The folder holds ``train.parquet`` and ``validation.parquet`` (``datasets.load_dataset(
-"parquet", data_dir=OUT)`` or :func:`load_sft` reads them as two splits) and ``build.json``:
-the config, the observation view's id (:mod:`shopbench.agents.format.views`), the counts,
-every left-out row by reason, and which clusters went to which split.
+The folder holds ``train.parquet`` and ``validation.parquet`` (``datasets.load_dataset(OUT)``
+or :func:`load_sft` reads them as two splits), ``build.json``: the config, the observation
+view's id (:mod:`shopbench.agents.format.views`), the counts, every left-out row by reason,
+and which clusters went to which split; and ``README.md``, its dataset card
+(:mod:`shopbench.distill.card`).
 
 Curation's weights carry through by repetition (:func:`~shopbench.distill.split.copies_of`);
 its turn masks through ``train_turns``, which the trainer turns into per-token loss masks.
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.format.views import ObservationView, PromptName, ViewName
 from shopbench.curation.curated import read_curated
+from shopbench.distill.card import write_sft_card
 from shopbench.distill.errors import DistillError, NoSamplesError
 from shopbench.distill.rows import RowFormat, SftRow, rows_of
 from shopbench.distill.split import copies_of, split_of
@@ -204,6 +206,7 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
         raise NoSamplesError(
             f"{curated}: no usable training sample in {episodes} curated episodes ({why})"
         )
+    write_sft_card(out, curated, report.model_dump(mode="json"))
     return report
 
 

@@ -53,6 +53,8 @@ def _llm_part(recorded: Verdict, rubric: Verdict) -> tuple[Verdict, CombineRule]
     back around the re-derived `rubric` verdict (``combine``'s own layout, undone)."""
     rule_id = recorded.judge_id.rsplit("+", 1)[-1]
     weight = recorded.signals.get("combine_weight", CombineRule().weight)
+    if not 0.0 <= weight <= 1.0:  # no rule has it: the signals' mismatch will say so
+        weight = CombineRule().weight
     rule = CombineRule(id=rule_id, weight=weight)
     judge_id = recorded.judge_id.removesuffix(f"+{rule_id}")
     judge_id = judge_id.removeprefix(f"{rubric.judge_id}+")
