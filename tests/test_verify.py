@@ -238,6 +238,19 @@ def test_inputs_that_cannot_be_verified_are_refused_by_name(
     assert "no archive here" in said
 
 
+def test_a_missing_task_is_named_and_its_rounds_are_not_scored_again(
+    arena: Arena, catalog_dir: Path
+) -> None:
+    tasks = read_tasks(arena.bank).tasks
+    gone = arena.records[0].task_id
+    report = verify_records(arena.records, ShoppingEnv.open(catalog_dir),
+                            TaskIndex(t for t in tasks if t.id != gone))  # fmt: skip
+    missing = {r.episode_id for r in arena.records if r.task_id == gone}
+    assert len(missing) == 3  # one episode per miner, all in one round
+    assert _by_episode(report) == {e: {"task_id"} for e in missing}
+    assert report.rounds_checked == 3 and report.verified == 21  # the other round's three
+
+
 def _llm(score: float) -> Verdict:
     """An LLM judge's verdict as ``LLMJudge`` shapes one (no model is asked)."""
     return Verdict(

@@ -167,10 +167,20 @@ def verify_command(
                             bank_per_intent or _default_bank_per_intent())  # fmt: skip
         else:
             raise VerifyError("name the tasks: --tasks FILE, or --seed N to regenerate the banks")
-        report = verify_records(
-            records, ShoppingEnv.open(folder), source, archive=str(archive), left_out=left_out,
-            trust=trust, config=_CONFIG.build(rounds=rounds),
-        )  # fmt: skip
+        env = ShoppingEnv.open(folder)
+        check = _CONFIG.build(rounds=rounds)
+        if quiet or as_json:
+            report = verify_records(records, env, source, archive=str(archive),
+                                    left_out=left_out, trust=trust, config=check)  # fmt: skip
+        else:
+            from shopbench.commands.progress import progress_bar
+
+            with progress_bar() as bar:
+                task = bar.add_task("replaying and re-grading", total=len(records))
+                report = verify_records(
+                    records, env, source, archive=str(archive), left_out=left_out,
+                    trust=trust, config=check, progress=lambda n: bar.advance(task, n),
+                )  # fmt: skip
     typer.echo(report.model_dump_json() if as_json else _table(report))
     if not report.ok:
         raise typer.Exit(1)

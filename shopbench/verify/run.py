@@ -10,7 +10,7 @@ a :class:`TaskSource`, and reports every field that did not reproduce.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -167,10 +167,11 @@ def verify_records(
     trust: Trust | None = None,
     consensus: ConsensusConfig | None = None,
     config: VerifyConfig | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Replay, re-grade and re-score every record against `env` (see the module doc); the
     report names every (episode, field) that did not reproduce. With `trust`, each record's
-    own signature must be the named validator's."""
+    own signature must be the named validator's; `progress` is told of each record done."""
     consensus = consensus or ConsensusConfig()
     config = config or VerifyConfig()
     started = time.perf_counter()
@@ -185,10 +186,13 @@ def verify_records(
         done = _check(record, env, tasks, consensus, trust, episode)
         if done is not None:
             judged.append(done)
+        if progress is not None:
+            progress(1)
     groups = 0
     if config.rounds:
         # A round with an episode that could not be judged again cannot be scored again.
-        broken = {round_key(r) for r in records} - {round_key(j.record) for j in judged}
+        done_ids = {id(j.record) for j in judged}
+        broken = {round_key(r) for r in records if id(r) not in done_ids}
         groups, found = _rounds([j for j in judged if round_key(j.record) not in broken],
                                 consensus)  # fmt: skip
         for episode_id, field, expected, got in found:
