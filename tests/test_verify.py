@@ -236,6 +236,9 @@ def test_inputs_that_cannot_be_verified_are_refused_by_name(
     said = _refused(capsys, "--archive", str(tmp_path / "none"), "--catalog", str(other),
                     "--tasks", bank)  # fmt: skip
     assert "no archive here" in said
+    said = _refused(capsys, "--archive", archive, "--seed", str(SEED), "--products", "300",
+                    "--intents", "product,gadgets")  # fmt: skip
+    assert "--intents: 'gadgets' is not an intent (allowed: product, shop" in said
 
 
 def test_a_missing_task_is_named_and_its_rounds_are_not_scored_again(

@@ -13,14 +13,18 @@ import json
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from shopbench.commands.flags import Flags
-from shopbench.records.task import INTENTS
+from shopbench.records.task import INTENTS, Intent
 from shopbench.verify.config import VerifyConfig
 from shopbench.verify.errors import VerifyError
+
+if TYPE_CHECKING:
+    from shopbench.records.trajectory import Trajectory
+    from shopbench.tasks.model import Task
 
 _CONFIG = Flags(VerifyConfig)
 
@@ -29,14 +33,13 @@ class _Banks:
     """Tasks regenerated from the seed: the validator's own task bank, one per epoch."""
 
     def __init__(self, directory: Path, catalog: Path, generation: int, seed: int,
-                 intents: list[str], per_intent: int) -> None:  # fmt: skip
+                 intents: list[Intent], per_intent: int) -> None:  # fmt: skip
         from template.base.taskbank import TaskBank
 
-        self.bank = TaskBank(directory, catalog, generation, seed, intents,  # type: ignore[arg-type]
-                             per_intent)  # fmt: skip
-        self._by_epoch: dict[int, dict[str, Any]] = {}
+        self.bank = TaskBank(directory, catalog, generation, seed, intents, per_intent)
+        self._by_epoch: dict[int, dict[str, Task]] = {}
 
-    def task(self, record: Any) -> Any:
+    def task(self, record: Trajectory) -> Task | None:
         """The task of `record`'s id in the bank of its epoch (None without an epoch)."""
         epoch = record.epoch
         if epoch is None:
@@ -44,6 +47,16 @@ class _Banks:
         if epoch not in self._by_epoch:
             self._by_epoch[epoch] = {t.id: t for t in self.bank.bank(epoch)}
         return self._by_epoch[epoch].get(record.task_id)
+
+
+def _intents(text: str) -> list[Intent]:
+    """The intents named in `text` (comma-separated), in order; VerifyError for another word."""
+    named = [i.strip() for i in text.split(",") if i.strip()]
+    known = {str(i): i for i in INTENTS}
+    bad = [i for i in named if i not in known] or ([] if named else ["(none)"])
+    if bad:
+        raise VerifyError(f"--intents: {bad[0]!r} is not an intent (allowed: {', '.join(known)})")
+    return [known[i] for i in named]
 
 
 def _catalog(catalog: Path | None, seed: int | None, products: int | None, chunk_size: int,
@@ -146,6 +159,7 @@ def verify_command(
     from shopbench.tasks.io import read_tasks
     from shopbench.verify.run import TaskIndex, TaskSource, read_archive, verify_records
 
+    wanted = _intents(intents)  # checked before anything is read or built
     trust = None
     if signed_by:
         from shopbench.archive.reader import Trust
@@ -163,7 +177,7 @@ def verify_command(
             source = TaskIndex(t for f in tasks for t in read_tasks(f, strict=True).tasks)
         elif seed is not None:
             source = _Banks(work / "banks", folder, generation, seed,
-                            [i.strip() for i in intents.split(",") if i.strip()],
+                            wanted,
                             bank_per_intent or _default_bank_per_intent())  # fmt: skip
         else:
             raise VerifyError("name the tasks: --tasks FILE, or --seed N to regenerate the banks")
