@@ -1,4 +1,4 @@
-"""`shopbench traces ...` (query, export, and pull/publish from traces_pull) and
+"""`shopbench traces ...` (query, export, report, and pull/publish from traces_pull) and
 `shopbench bench archive`.
 
 Filters are read as text and validated by :class:`~shopbench.archive.filters.TraceFilter`,
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -188,6 +189,68 @@ def _export_annotations(directory: Path, table, fmt: str, written: Path) -> None
     n = export_annotations(table, read, path)
     if n:
         typer.echo(f"exported {n} annotations to {path}")
+
+
+def _report_config_block() -> Block:
+    """The miner report's settings as options, derived from
+    :class:`~shopbench.archive.report.ReportConfig` and built into it (``config``); a
+    malformed value is a usage error naming its flag."""
+    from pydantic import ValidationError
+
+    from shopbench.archive.report import ReportConfig
+
+    def build(**values: str | None) -> ReportConfig:
+        given = {k: v for k, v in values.items() if v is not None}
+        try:
+            return ReportConfig.model_validate(given)
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            name = str(first["loc"][0])
+            raise typer.BadParameter(
+                f"{given.get(name)!r}: {first['msg']}", param_hint=f"--{name.replace('_', '-')}"
+            ) from None
+
+    return Block("config", model_options(ReportConfig), build)
+
+
+@traces_app.command("report")
+@takes(_report_config_block())
+def report_command(
+    miner: int = typer.Option(..., "--miner", min=0, help="the miner's uid"),
+    root: Path = typer.Option(..., "--root", help="archive root (the store's directory)"),
+    out: Path = typer.Option(..., "--out", help="the HTML file to write"),
+    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
+    force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
+    config: Any = None,  # the block's ReportConfig (imported lazily, as the command runs)
+) -> None:
+    """Write one miner's report (episodes, scores, failures by kind, the judge gates it
+    failed) as one HTML file that loads nothing from anywhere."""
+    if out.is_dir() or (out.exists() and not force):
+        why = "is a folder" if out.is_dir() else "exists (pass --force to overwrite it)"
+        raise typer.BadParameter(f"{out} {why}", param_hint="--out")
+    from shopbench.archive.errors import ArchiveError, NotFound
+
+    try:
+        from shopbench.archive.api.report_page import write_report
+    except ImportError as e:
+        raise ArchiveError(
+            f"traces report needs the api extra: pip install -e '.[api]' ({e})"
+        ) from None
+    from shopbench.archive.layout import from_table
+    from shopbench.archive.report import miner_report
+
+    table, source = _read_source(root, TraceFilter.parse({"miner_uid": [miner]}), signed_by)
+    report = miner_report(
+        miner, from_table(table), config, archive=str(root), signed_by=signed_by,
+        embargo_lifted=source.embargo_lifted,
+    )  # fmt: skip
+    if report is None:
+        where = f"shards {signed_by} signed under {root}" if signed_by else str(root)
+        held = "" if source.embargo_lifted else " (episodes of the live rotation bucket withheld)"
+        raise NotFound(f"miner {miner}: no episodes in {where}{held}")
+    write_report(report, out)
+    typer.echo(f"wrote the report of miner {miner} to {out}: {report.episodes} episodes, "
+               f"ASR {report.asr:.3f}, mean score {report.mean_score:.3f}")  # fmt: skip
 
 
 def bench_archive_command(

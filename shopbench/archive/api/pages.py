@@ -9,58 +9,32 @@ SVG drawn here from numbers alone.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from shopbench.archive.annotations import AnnotationBook
 from shopbench.archive.api.annotated import by_turn, label_rows, of_record
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
+from shopbench.archive.api.templating import env, pretty
 from shopbench.archive.errors import NotFound
 from shopbench.archive.filters import TraceFilter
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory
 
-COLLAPSE_CHARS = 400
-"""Longer arguments and observations start collapsed."""
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "score_min", "score_max",
                "text", "slow_turn_ms", "gate_failed")  # fmt: skip
 
-_env = Environment(
-    loader=PackageLoader("shopbench.archive.api", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-
-
-def _pretty(text: str | None) -> str:
-    """JSON text indented for reading; other text as it is."""
-    if not text:
-        return ""
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except (json.JSONDecodeError, TypeError):
-        return text
-
-
-_env.filters["pretty"] = _pretty
-_env.globals["COLLAPSE_CHARS"] = COLLAPSE_CHARS
-
-
 def render(index: ArchiveIndex, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Template `name` with `context` and the embargo banner's state."""
     state = index.embargo
-    html = _env.get_template(name).render(embargo=state, **context)
+    html = env.get_template(name).render(embargo=state, **context)
     return HTMLResponse(html, status_code=status)
 
 
@@ -108,9 +82,9 @@ def turns_of(t: Trajectory) -> list[dict[str, Any]]:
         number = index + 1
         bound = by_turn.get(index, [])
         calls = [
-            {"id": c.call_id, "name": c.name, "arguments": _pretty(c.arguments),
-             "observation": _pretty(t.messages[c.answer].content if c.answer is not None
-                                    else None),
+            {"id": c.call_id, "name": c.name, "arguments": pretty(c.arguments),
+             "observation": pretty(t.messages[c.answer].content if c.answer is not None
+                                   else None),
              "answered": c.answer is not None, "verified": c.log is not None}
             for c in bound
         ]  # fmt: skip
