@@ -69,8 +69,10 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | RecordRefused, SegmentError,  | trajectories; NotFound: an id | the HTTP API: FilterError 422,   |
 | RemoteError, QueryError,      | the HTTP API does not publish | NotFound 404, SinkError 503;     |
 | FilterError, UnsafePath;      |                               | curation re-raises a SinkError   |
-| NotFound; AnnotationRefused)  | AnnotationRefused: an         | as a CurationError; the CLI says |
-|                               | annotation not made           | why an annotation is refused     |
+| NotFound; AnnotationRefused;  | AnnotationRefused: an         | as a CurationError; the CLI says |
+| NotComparable)                | annotation not made;          | why an annotation is refused;    |
+|                               | NotComparable: two episodes a | the HTTP API: NotComparable 422  |
+|                               | diff will not compare         |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``verify.errors`` →           | a verification cannot run as  | the CLI; a record naming a       |
 | VerifyError                   | asked: no archive, a catalog  | rubric version this release      |

@@ -1,11 +1,13 @@
 """Archives the API and browser tests serve: one the arena wrote, one with the embargo in
-force, one whose every miner-written field is an attack."""
+force, one whose every miner-written field is an attack, and a pair of episodes of one task
+with a known first divergence."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from keyed_hash import KeyedHash
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.chat import ChatMessage
 from shopbench.cli import app
+from shopbench.records.binding import bind_tool_messages, result_digest
 from shopbench.records.trajectory import Trajectory
 
 VALIDATOR = "5ApiValidator"
@@ -98,3 +101,92 @@ def hostile(arena_archive: Path, root: Path) -> tuple[Path, str]:
         "status": HOSTILE[:100],
     })  # fmt: skip
     return store([Trajectory.model_validate(record.model_dump())], root, lifted=True), episode_id
+
+
+def _token_shifter(salt: int) -> Callable[[str], str]:
+    """A bijection of product (10-digit) and shop (9-digit) tokens onto tokens of the same
+    shape, one per `salt`."""
+
+    def shift(token: str) -> str:
+        low = 10 ** (len(token) - 1)
+        return str(low + (int(token) - low + salt) % (9 * low))
+
+    return shift
+
+
+def retokened(t: Trajectory, episode_id: str, *, salt: int) -> Trajectory:
+    """`t` as another episode of its task shows it: every token of its map replaced by a
+    fresh token of the same shape in the conversation, the tool log, the recommendation and
+    the map, the log's digests taken again over the rewritten observations."""
+    shift = _token_shifter(salt)
+    new = {tok: shift(tok) for tok in t.token_map}
+    pattern = re.compile(r"\b\d{9,10}\b")
+
+    def sub(text: str | None) -> str | None:
+        return None if text is None else pattern.sub(lambda m: new.get(m.group(), m.group()), text)
+
+    bound = bind_tool_messages(t.messages, t.tool_log)
+    messages: list[ChatMessage] = []
+    for m in t.messages:
+        calls = [
+            c.model_copy(update={"function": c.function.model_copy(
+                update={"arguments": sub(c.function.arguments)})})
+            for c in m.tool_calls or []
+        ]  # fmt: skip
+        messages.append(m.model_copy(update={
+            "content": sub(m.content), "reasoning_content": sub(m.reasoning_content),
+            "tool_calls": calls or m.tool_calls,
+        }))  # fmt: skip
+    log = list(t.tool_log)
+    for mi, li in bound.items():
+        args = log[li].arguments
+        args = json.loads(sub(json.dumps(args)) or "") if isinstance(args, dict) else sub(args)
+        log[li] = log[li].model_copy(
+            update={"arguments": args, "result_digest": result_digest(messages[mi].content)}
+        )
+    record = t.model_copy(update={
+        "episode_id": episode_id, "messages": messages, "tool_log": log,
+        "recommended": [new.get(r, r) for r in t.recommended],
+        "token_map": {new[tok]: cid for tok, cid in t.token_map.items()}, "signature": None,
+    })  # fmt: skip
+    return Trajectory.model_validate(record.model_dump())
+
+
+DIVERGES_AT = 2
+"""The turn at which the pair :func:`diverging` builds first differs."""
+
+
+def diverging(arena_archive: Path, root: Path) -> tuple[Path, str, str]:
+    """Two episodes of one task with a known first divergence, stored with the embargo
+    lifted: the careful policy's episode of a shop task, twice, each shown tokens of its own,
+    the second viewing the turn's second product twice (its answer repeated, the tool log
+    kept in step) at turn :data:`DIVERGES_AT`. Returns the root and the two episode ids."""
+    base = min(
+        (t for t in read_store(arena_archive)
+         if t.intent == "shop" and t.success and t.turns > DIVERGES_AT),
+        key=lambda t: t.episode_id,
+    )  # fmt: skip
+    a = retokened(base, "pair00000000000a", salt=1)
+    b = retokened(base, "pair00000000000b", salt=2)
+    at = [i for i, m in enumerate(b.messages) if m.role == "assistant"][DIVERGES_AT - 1]
+    calls = b.messages[at].tool_calls or []
+    assert len(calls) >= 2, "the turn to change views two products"
+    first, second = calls[0], calls[1]
+    changed = first.model_copy(update={"function": second.function})
+    answers = {m.tool_call_id: i for i, m in enumerate(b.messages) if m.role == "tool"}
+    messages = list(b.messages)
+    messages[at] = messages[at].model_copy(update={"tool_calls": [changed, *calls[1:]]})
+    repeated = messages[answers[second.id]].content
+    messages[answers[first.id]] = messages[answers[first.id]].model_copy(
+        update={"content": repeated}
+    )
+    log = list(b.tool_log)
+    entry = bind_tool_messages(b.messages, b.tool_log)[answers[first.id]]
+    log[entry] = log[entry].model_copy(update={
+        "arguments": json.loads(second.function.arguments),
+        "result_digest": result_digest(repeated),
+    })  # fmt: skip
+    b = Trajectory.model_validate(
+        b.model_copy(update={"messages": messages, "tool_log": log}).model_dump()
+    )
+    return store([a, b], root, lifted=True), a.episode_id, b.episode_id

@@ -4,8 +4,9 @@ its turns and checklist, and an episode whose every miner-written field is an at
 must not run.
 
 With ``SHOPBENCH_SCREENSHOTS=DIR`` set, the test saves the screenshots docs/browser.md shows
-(leaderboard.png, episodes.png, episode.png, task.png, and annotations.png and
-episode-annotations.png of an annotated episode) into DIR.
+(leaderboard.png, episodes.png, episode.png, task.png, annotations.png and
+episode-annotations.png of an annotated episode, diff.png of two episodes compared and
+episodes-diagnosis.png of the list filtered by diagnosis) into DIR.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from api_archives import hostile, run_arena
+from api_archives import DIVERGES_AT, diverging, hostile, run_arena
 
 from shopbench.archive.api.app import create_app
 from shopbench.archive.api.config import ApiConfig
@@ -217,3 +218,81 @@ def test_annotations_show_in_the_list_and_on_the_episode(
         assert note.text == "recommended before any search <b>bold?</b>"  # text, not markup
         assert not turn.find_elements(By.CSS_SELECTOR, ".annotation b")
         _shot(browser, "episode-annotations.png")
+
+
+def test_the_task_page_opens_a_diff_that_marks_the_first_divergence(
+    browser, arena_root: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from shopbench.archive.diff import first_divergence
+
+    root, a_id, b_id = diverging(arena_root, tmp_path / "pair")
+    got = {t.episode_id: t for t in read_store(root)}
+    expected = first_divergence(got[a_id], got[b_id])
+    assert expected is not None and expected.turn == DIVERGES_AT
+    with serving(create_app(ApiConfig(root=str(root)))) as url:
+        browser.get(url + f"/tasks/{got[a_id].task_id}")
+        form = browser.find_element(By.ID, "compare")
+        Select(form.find_element(By.NAME, "a")).select_by_value(a_id)
+        Select(form.find_element(By.NAME, "b")).select_by_value(b_id)
+        browser.find_element(By.ID, "compare-go").click()
+        WebDriverWait(browser, 15).until(lambda d: "/diff?" in d.current_url)
+        marked = browser.find_element(By.ID, "divergence")
+        assert marked.get_attribute("data-turn") == str(DIVERGES_AT)
+        assert marked.find_element(By.CSS_SELECTOR, ".marker").text == "first divergence"
+        rows = browser.find_elements(By.CSS_SELECTOR, "#diff tbody tr")
+        assert len(rows) == got[a_id].turns
+        same = [r.get_attribute("data-turn") for r in rows if "same" in r.get_attribute("class")]
+        assert "1" in same and str(DIVERGES_AT) not in same
+        summary = browser.find_element(By.ID, "divergence-summary").text
+        assert summary.startswith(f"First divergence at turn {DIVERGES_AT}: ")
+        assert expected.reason in summary
+        sides = [browser.find_element(By.ID, f"side-{s}").text for s in "ab"]
+        assert all("diagnosis success" in s for s in sides)
+        _shot(browser, "diff.png")
+
+        browser.find_element(By.LINK_TEXT, b_id).click()  # the b side's episode
+        WebDriverWait(browser, 15).until(lambda d: d.current_url.endswith(f"/episodes/{b_id}"))
+        assert browser.find_element(By.ID, "diagnosis").text == "success"
+        Select(browser.find_element(By.CSS_SELECTOR, "#compare select")).select_by_value(a_id)
+        browser.find_element(By.ID, "compare-go").click()
+        WebDriverWait(browser, 15).until(lambda d: f"a={b_id}" in d.current_url)
+        assert browser.find_element(By.ID, "divergence").get_attribute("data-turn") == str(
+            DIVERGES_AT
+        )
+
+
+def test_the_list_filters_by_diagnosis_and_tool_error(
+    browser, arena_root: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    records = list(read_store(arena_root))
+    with serving(create_app(ApiConfig(root=str(arena_root)))) as url:
+        browser.get(url + "/episodes")
+        Select(browser.find_element(By.NAME, "failure")).select_by_value("wrong_product")
+        browser.find_element(By.ID, "apply").click()
+        WebDriverWait(browser, 15).until(lambda d: "failure=wrong_product" in d.current_url)
+        cells = browser.find_elements(By.CSS_SELECTOR, "#episodes td.diagnosis")
+        wrong = [t for t in records if t.diagnosis.kind == "wrong_product"]
+        assert len(cells) == len(wrong) > 0
+        assert {c.text for c in cells} == {t.diagnosis.label for t in wrong}
+        selected = Select(browser.find_element(By.NAME, "failure")).first_selected_option
+        assert selected.get_attribute("value") == "wrong_product"  # the form keeps its choice
+        _shot(browser, "episodes-diagnosis.png")
+
+        Select(browser.find_element(By.NAME, "failure")).select_by_value("")
+        Select(browser.find_element(By.NAME, "tool_error")).select_by_value("invalid_id")
+        Select(browser.find_element(By.NAME, "termination")).select_by_value("terminated")
+        browser.find_element(By.ID, "apply").click()
+        WebDriverWait(browser, 15).until(lambda d: "tool_error=invalid_id" in d.current_url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+        erred = [t for t in records if any(e.error == "invalid_id" for e in t.tool_log)]
+        assert len(rows) == len(erred) > 0
+        counts = sorted(int(r.find_elements(By.TAG_NAME, "td")[13].text) for r in rows)
+        assert counts == sorted(
+            sum(e.error is not None for e in t.tool_log) for t in erred
+        )

@@ -3,8 +3,8 @@
 :class:`ArchiveError` is the root. :class:`SinkError` and its subclasses say the archive cannot
 store, read, query or fetch trajectories (a refused record, a segment or object store that
 fails, an unsafe name from a source, a malformed filter); :class:`AnnotationRefused` an
-annotation that is not made; :class:`NotFound` is the HTTP API's 404, an id the archive does
-not publish.
+annotation that is not made; :class:`NotComparable` two episodes a diff will not compare;
+:class:`NotFound` is the HTTP API's 404, an id the archive does not publish.
 """
 
 from __future__ import annotations
@@ -75,6 +75,11 @@ class AnnotationRefused(ArchiveError):
     """An annotation that is not made or stored: the field that is wrong and why (a label
     that is no slug, a note over its size or holding a control character, a turn the
     episode lacks, an episode the archive does not hold)."""
+
+
+class NotComparable(ArchiveError):
+    """Two episodes a diff will not compare: of different tasks, or one episode twice (the
+    HTTP API's 422 naming ``b``)."""
 
 
 class NotFound(ArchiveError):

@@ -2,8 +2,9 @@
 trace browser's pages and the published files, over one archive root.
 
 Errors are answered in one place: a malformed filter or parameter (FilterError) is a 422
-naming it and the allowed values, an unpublished id a 404, an unreadable archive a 503; the
-pages answer the same statuses as HTML.
+naming it and the allowed values, two episodes a diff will not compare (NotComparable) a 422
+naming ``b``, an unpublished id a 404, an unreadable archive a 503; the pages answer the
+same statuses as HTML.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from shopbench.archive.annotations import AnnotationBook
-from shopbench.archive.api import mirror, pages, routes
+from shopbench.archive.api import compare, mirror, pages, routes
 from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.api.guard import Guard
 from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.errors import FilterError, NotFound, SinkError
+from shopbench.archive.errors import FilterError, NotComparable, NotFound, SinkError
 
 
 def _wants_html(request: Request) -> bool:
@@ -51,6 +52,7 @@ def create_app(
     ))  # fmt: skip
     app.include_router(pages.router(index, page_size=config.page_size,
                                     max_page_size=config.max_page_size, annotations=annotations))
+    app.include_router(compare.router(index))
     app.include_router(mirror.router(index))
     app.mount("/static", StaticFiles(packages=[("shopbench.archive.api", "static")]), "static")
 
@@ -75,6 +77,13 @@ def create_app(
         if _wants_html(request):
             return pages.error_page(index, 422, "; ".join(x["msg"] for x in errors))
         return JSONResponse({"detail": errors}, status_code=422)
+
+    @app.exception_handler(NotComparable)
+    async def not_comparable(request: Request, e: NotComparable) -> Response:
+        if _wants_html(request):
+            return pages.error_page(index, 422, str(e))
+        detail = {"loc": ["query", "b"], "msg": f"parameter b: {e}", "type": "not_comparable"}
+        return JSONResponse({"detail": [detail]}, status_code=422)
 
     @app.exception_handler(NotFound)
     async def not_found(request: Request, e: NotFound) -> Response:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from shopbench.archive.errors import QueryError
+from shopbench.archive.errors import FilterError, QueryError
 from shopbench.archive.filters import TraceFilter
 from shopbench.archive.layout import from_table
 from shopbench.archive.manifest import ShardManifest
@@ -32,9 +32,13 @@ from shopbench.records.trajectory import Trajectory
 LIST_COLUMNS: tuple[str, ...] = (
     "episode_id", "task_id", "validator_hotkey", "miner_uid", "miner_hotkey", "block", "epoch",
     "intent", "split", "query", "agent", "success", "rule_score", "judge_score", "score",
-    "turns", "tool_calls", "termination", "started_at", "total_ms",
+    "turns", "tool_calls", "termination", "failure", "failure_constraint", "tool_errors",
+    "started_at", "total_ms",
 )  # fmt: skip
 """The columns of one row of an episode list."""
+LATER_COLUMNS: tuple[str, ...] = ("failure", "failure_constraint", "tool_errors")
+"""List columns a shard sealed before they existed lacks; an archive of only such shards
+lists them as null."""
 _MEMO_ENTRIES = 256
 T = TypeVar("T")
 
@@ -137,10 +141,21 @@ class ArchiveIndex:
         """Up to `limit` rows (:data:`LIST_COLUMNS`) matching `filters` after `after`, in the
         archive's order, and the cursor of the next page (None on the last)."""
         f = filters.model_copy(update={"limit": limit + 1})
-        table = query(
-            self.root, f, columns=LIST_COLUMNS, embargo=self.view(), shards=self.shards(),
-            after=after, connection=self._con,
-        )  # fmt: skip
+
+        def read(columns: Sequence[str]) -> pa.Table:
+            return query(
+                self.root, f, columns=columns, embargo=self.view(), shards=self.shards(),
+                after=after, connection=self._con,
+            )  # fmt: skip
+
+        try:
+            table = read(LIST_COLUMNS)
+        except FilterError:
+            # Every shard predates the derived columns (DuckDB fills a column only when some
+            # file has it). A filter on them still refuses, from this second read.
+            table = read([c for c in LIST_COLUMNS if c not in LATER_COLUMNS])
+            for name in LATER_COLUMNS:
+                table = table.append_column(name, pa.nulls(table.num_rows))
         rows = table.to_pylist()
         more = len(rows) > limit
         rows = rows[:limit]
@@ -187,6 +202,22 @@ class ArchiveIndex:
         """Every public episode of task `task_id`, by block then miner uid."""
         found = self._located("task_id = ?", [task_id])
         return sorted(found, key=lambda t: (t.block or -1, t.miner_uid or -1, t.episode_id))
+
+    def task_members(self, task_id: str) -> list[tuple[str, int | None]]:
+        """The public episodes of task `task_id` as (episode id, miner uid), by block, miner
+        uid and id, read from the id index alone (no shard is opened)."""
+        self.refresh()
+        embargo, embargo_params = self.view().sql()
+        rows = (
+            self._con.cursor()
+            .execute(
+                f"SELECT episode_id, miner_uid FROM ids WHERE task_id = ? AND ({embargo}) "
+                "ORDER BY block NULLS FIRST, miner_uid NULLS FIRST, episode_id",
+                [task_id, *embargo_params],
+            )
+            .fetchall()
+        )
+        return [(str(e), None if uid is None else int(uid)) for e, uid in rows]
 
     def _located(self, condition: str, params: list[Any]) -> list[Trajectory]:
         self.refresh()
@@ -237,6 +268,21 @@ class ArchiveIndex:
                 self._memo.pop(next(iter(self._memo)))
             self._memo[key] = value
         return value
+
+    def failure_constraints(self) -> list[str]:
+        """The diagnoses' failing constraints the public episodes name, sorted (kept until
+        the shards or the embargo change; none when every shard predates the column)."""
+        import duckdb
+
+        def distinct() -> list[str]:
+            try:
+                rows = self.sql("DISTINCT failure_constraint", TraceFilter(),
+                                tail="AND failure_constraint IS NOT NULL")  # fmt: skip
+            except duckdb.BinderException:
+                return []
+            return sorted(str(r[0]) for r in rows)
+
+        return self.memo("failure_constraints", TraceFilter(), distinct)
 
     def gate_names(self) -> list[str]:
         """The judge gates the newest shard's episodes were judged on (for the gate filter's

@@ -22,14 +22,15 @@ from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
 from shopbench.archive.api.templating import env, pretty
 from shopbench.archive.errors import NotFound
-from shopbench.archive.filters import TraceFilter
+from shopbench.archive.filters import TraceFilter, allowed_values
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
-FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "score_min", "score_max",
-               "text", "slow_turn_ms", "gate_failed")  # fmt: skip
+FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "failure", "failure_constraint",
+               "tool_error", "score_min", "score_max", "text", "slow_turn_ms",
+               "gate_failed")  # fmt: skip
 
 def render(index: ArchiveIndex, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Template `name` with `context` and the embargo banner's state."""
@@ -111,6 +112,13 @@ def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
             for k, v in t.judge.gates.items()]  # fmt: skip
 
 
+def filter_choices(index: ArchiveIndex) -> dict[str, list[str]]:
+    """The list form's choices: the closed sets of the termination, diagnosis and tool-error
+    filters, and the failing constraints the public archive holds."""
+    closed = {name: allowed_values(name) or [] for name in ("termination", "failure", "tool_error")}
+    return {**closed, "failure_constraint": index.failure_constraints()}
+
+
 def _query_string(values: dict[str, Any], **extra: Any) -> str:
     items = {k: v for k, v in {**values, **extra}.items() if v not in (None, "")}
     return urlencode(items)
@@ -139,7 +147,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
         next_qs = _query_string(values, cursor=encode_cursor(nxt), limit=r.limit) if nxt else None
         gates = index.gate_names()
         return render(index, "episodes.html", rows=rows, values=values, next_qs=next_qs,
-                      filters_qs=filters_qs, gates=gates)  # fmt: skip
+                      filters_qs=filters_qs, gates=gates,
+                      choices=filter_choices(index))  # fmt: skip
 
     @pages.get("/episodes/{episode_id}", response_class=HTMLResponse)
     def episode_page(episode_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:
@@ -148,8 +157,10 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
             raise NotFound(f"no episode {episode_id}")
         notes = by_turn(of_record(annotations, t))
         turns = [{**turn, "annotations": notes.get(turn["number"], [])} for turn in turns_of(t)]
+        others = [m for m in index.task_members(t.task_id) if m[0] != t.episode_id]
         return render(index, "episode.html", t=t, turns=turns, criteria=criteria_of(t),
-                      outcome=t.outcome, annotations=notes.get(None, []))  # fmt: skip
+                      outcome=t.outcome, annotations=notes.get(None, []),
+                      diagnosis=t.diagnosis, others=others)  # fmt: skip
 
     @pages.get("/tasks/{task_id}", response_class=HTMLResponse)
     def task_page(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:
