@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from api_archives import DIVERGES_AT, diverging, hostile, run_arena
+from api_archives import DIVERGES_AT, diverging, hostile, run_arena, store
 
 from shopbench.archive.api.app import create_app
 from shopbench.archive.api.config import ApiConfig
@@ -296,3 +296,29 @@ def test_the_list_filters_by_diagnosis_and_tool_error(
         assert counts == sorted(
             sum(e.error is not None for e in t.tool_log) for t in erred
         )
+
+
+def test_hostile_miner_text_runs_nothing_in_a_diff(
+    browser, arena_root: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    root, episode = hostile(arena_root, tmp_path / "hostile")
+    task = next(t.task_id for t in read_store(root))
+    mate = next(t for t in read_store(arena_root) if t.task_id == task)
+    store([mate], root, lifted=True)
+    with serving(create_app(ApiConfig(root=str(root)))) as url:
+        origin = urlparse(url).netloc
+        _requests(browser)
+        browser.get(url + f"/diff?a={episode}&b={mate.episode_id}")
+        with pytest.raises(NoAlertPresentException):
+            browser.switch_to.alert.text  # noqa: B018
+        assert browser.execute_script("return window.__pwned === undefined")
+        injected = browser.execute_script(
+            "return [document.querySelectorAll('img, iframe, #injected, svg [onload]').length,"
+            " Array.from(document.scripts).map(s => s.src)]"
+        )
+        assert injected == [0, [url + "/static/app.js"]]
+        assert [u for u in _requests(browser) if urlparse(u).netloc not in (origin, "")] == []
+        assert "<script>window.__pwned" in browser.find_element(By.ID, "side-a").text
