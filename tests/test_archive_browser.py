@@ -12,7 +12,6 @@ episodes-diagnosis.png of the list filtered by diagnosis) into DIR.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,29 +19,14 @@ from urllib.parse import urlparse
 
 import pytest
 from api_archives import DIVERGES_AT, diverging, hostile, run_arena, store
+from headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 
 from shopbench.archive.api.app import create_app
 from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.api.server import serving
 from shopbench.archive.store import read_store
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver") or (
-    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
-)
-try:
-    import selenium  # noqa: F401
-
-    SELENIUM = True
-except ImportError:
-    SELENIUM = False
-
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and DRIVER and SELENIUM),
-    reason="the browser test needs Chromium and its driver (apt-get install chromium "
-    "chromium-driver) and selenium (the dev extra)",
-)
-SHOTS = os.environ.get("SHOPBENCH_SCREENSHOTS")
+pytestmark = pytest.mark.skipif(not AVAILABLE, reason=MISSING)
 
 
 @pytest.fixture(scope="module")
@@ -54,30 +38,12 @@ def arena_root(catalog_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM  # type: ignore[assignment]
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):  # fmt: skip
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        height = driver.execute_script("return document.body.scrollHeight")
-        driver.set_window_size(1400, min(max(height + 40, 700), 2400))
-        driver.save_screenshot(str(Path(SHOTS) / name))
-        driver.set_window_size(1400, 1000)
+    screenshot(driver, name)
 
 
 def _requests(driver) -> list[str]:  # type: ignore[no-untyped-def]
@@ -149,7 +115,6 @@ def test_the_browser_shows_the_leaderboard_a_filtered_list_and_an_episode(
 def test_hostile_miner_text_runs_nothing_in_the_browser(
     browser, arena_root: Path, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
     root, episode = hostile(arena_root, tmp_path / "hostile")
@@ -163,13 +128,10 @@ def test_hostile_miner_text_runs_nothing_in_the_browser(
             button = browser.find_elements(By.CSS_SELECTOR, "button.toggle-all")
             if button:
                 button[0].click()  # open every collapsed block too
-            with pytest.raises(NoAlertPresentException):
-                browser.switch_to.alert.text  # noqa: B018
-            assert browser.execute_script("return window.__pwned === undefined")
-            injected = browser.execute_script(
-                "return [document.querySelectorAll('img, iframe, #injected, svg [onload]').length,"
-                " Array.from(document.scripts).map(s => s.src)]"
-            )
+            injected = attack_effects(
+                browser, "img, iframe, #injected, svg [onload]",
+                "Array.from(document.scripts).map(s => s.src)",
+            )  # fmt: skip
             assert injected[0] == 0, path
             assert injected[1] == [url + "/static/app.js"], path
             foreign = [u for u in _requests(browser) if urlparse(u).netloc not in (origin, "")]
@@ -301,7 +263,6 @@ def test_the_list_filters_by_diagnosis_and_tool_error(
 def test_hostile_miner_text_runs_nothing_in_a_diff(
     browser, arena_root: Path, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
     root, episode = hostile(arena_root, tmp_path / "hostile")
@@ -312,13 +273,10 @@ def test_hostile_miner_text_runs_nothing_in_a_diff(
         origin = urlparse(url).netloc
         _requests(browser)
         browser.get(url + f"/diff?a={episode}&b={mate.episode_id}")
-        with pytest.raises(NoAlertPresentException):
-            browser.switch_to.alert.text  # noqa: B018
-        assert browser.execute_script("return window.__pwned === undefined")
-        injected = browser.execute_script(
-            "return [document.querySelectorAll('img, iframe, #injected, svg [onload]').length,"
-            " Array.from(document.scripts).map(s => s.src)]"
-        )
+        injected = attack_effects(
+            browser, "img, iframe, #injected, svg [onload]",
+            "Array.from(document.scripts).map(s => s.src)",
+        )  # fmt: skip
         assert injected == [0, [url + "/static/app.js"]]
         assert [u for u in _requests(browser) if urlparse(u).netloc not in (origin, "")] == []
         assert "<script>window.__pwned" in browser.find_element(By.ID, "side-a").text

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from api_archives import HOSTILE, embargoed, hostile, run_arena
+from headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 from typer.testing import CliRunner
 
 from shopbench.archive.report import ReportConfig, cut, miner_report
@@ -26,12 +25,6 @@ from shopbench.archive.store import read_store
 from shopbench.cli import app, main
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver") or (
-    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None
-)
-SHOTS = os.environ.get("SHOPBENCH_SCREENSHOTS")
 
 
 @pytest.fixture(scope="module")
@@ -318,26 +311,10 @@ def test_refusals_are_one_line_and_write_nothing(
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.skip("the browser test needs selenium (the dev extra)")
-    if not (CHROMIUM and DRIVER):
-        pytest.skip("the browser test needs Chromium and its driver (apt-get install chromium "
-                    "chromium-driver)")  # fmt: skip
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):  # fmt: skip
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    if not AVAILABLE:
+        pytest.skip(MISSING)
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _network(driver) -> tuple[dict[str, str], dict[str, str]]:  # type: ignore[no-untyped-def]
@@ -361,7 +338,6 @@ def _requests(driver) -> list[str]:  # type: ignore[no-untyped-def]
 def test_the_report_renders_from_a_file_in_chromium_with_no_csp_violation(
     browser, arena: tuple[Path, dict], records: list[Trajectory], tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.common.by import By
 
     root, truth = arena
@@ -389,13 +365,8 @@ def test_the_report_renders_from_a_file_in_chromium_with_no_csp_violation(
     miss = next(d for d in details if d.find_elements(By.CSS_SELECTOR, "summary .miss"))
     miss.find_element(By.TAG_NAME, "summary").click()
     assert miss.get_attribute("open")
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        browser.execute_script("window.scrollTo(0, 0)")
-        height = browser.execute_script("return document.body.scrollHeight")
-        browser.set_window_size(1400, min(max(height + 40, 700), 2400))
-        browser.save_screenshot(str(Path(SHOTS) / "miner-report.png"))
-        browser.set_window_size(1400, 1000)
+    browser.execute_script("window.scrollTo(0, 0)")
+    screenshot(browser, "miner-report.png")
 
     hostile_root, episode = hostile(root, tmp_path / "hostile")
     t = next(x for x in read_store(hostile_root) if x.episode_id == episode)
@@ -404,13 +375,10 @@ def test_the_report_renders_from_a_file_in_chromium_with_no_csp_violation(
     browser.get(bad.as_uri())
     for d in browser.find_elements(By.CSS_SELECTOR, "details.episode summary"):
         d.click()  # open every episode: its turns hold the attack
-    with pytest.raises(NoAlertPresentException):
-        browser.switch_to.alert.text  # noqa: B018
-    assert browser.execute_script("return window.__pwned === undefined")
-    injected = browser.execute_script(
-        "return [document.querySelectorAll('img, iframe, link, script, #injected, svg [onload]')"
-        ".length, document.styleSheets.length]"
-    )
+    injected = attack_effects(
+        browser, "img, iframe, link, script, #injected, svg [onload]",
+        "document.styleSheets.length",
+    )  # fmt: skip
     assert injected == [0, 1]
     assert "<script>window.__pwned" in browser.find_element(By.ID, "episodes").text
     assert set(_requests(browser)) <= {bad.as_uri()}
