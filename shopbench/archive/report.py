@@ -11,10 +11,9 @@ replaced, before any template sees it; the template escapes it.
 The scores are the archive's own: ASR is successes over episodes, overall and per intent;
 the failures are :attr:`~shopbench.records.trajectory.Trajectory.diagnosis` (one closed set
 of kinds, with the failing constraint); the gates are the judge's verdict (``gates``,
-``stopped_at``, ``criteria`` with their evidence). The EMA is rebuilt the way the
-leaderboard does (:mod:`shopbench.archive.api.summary`): a round is one block of the miner's
-episodes, its score their mean, folded in by
-:meth:`~shopbench.scoring.weights.ScoreBook.update` with the release's ``ema_alpha``.
+``stopped_at``, ``criteria`` with their evidence). The EMA is rebuilt by the
+leaderboard's fold (:func:`~shopbench.archive.ema.ema_rounds`): a round is one block of the
+miner's episodes, its score their mean, folded with the release's ``ema_alpha``.
 """
 
 from __future__ import annotations
@@ -25,10 +24,10 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.archive.ema import RoundEma, ema_rounds
 from shopbench.records.diagnosis import DIAGNOSIS_KINDS
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
-from shopbench.scoring.weights import ScoreBook
 
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -121,16 +120,6 @@ class IntentLine(BaseModel):
     mean_score: float
 
 
-class RoundLine(BaseModel):
-    """One round (block) of the miner and its EMA after it."""
-
-    block: int | None
-    hotkey: str | None
-    episodes: int
-    round_score: float
-    ema: float
-
-
 class GateExample(BaseModel):
     """An episode that failed a gate, and the judge's evidence."""
 
@@ -166,7 +155,7 @@ class MinerReport(BaseModel):
     mean_judge_score: float | None = Field(description="mean judge score of the judged ones")
     ema_alpha: float
     ema: float | None = Field(description="the EMA after the last round; None without rounds")
-    rounds: list[RoundLine]
+    rounds: list[RoundEma]
     by_intent: list[IntentLine]
     failures: dict[str, int] = Field(description="diagnosis kind → failed episodes")
     failure_labels: dict[str, int] = Field(description="kind:constraint → failed episodes")
@@ -214,23 +203,10 @@ def _line(t: Trajectory, limit: int) -> EpisodeLine:
     )  # fmt: skip
 
 
-def _rounds(uid: int, episodes: Sequence[Trajectory], alpha: float) -> list[RoundLine]:
-    """The miner's rounds, folded as :mod:`shopbench.archive.api.summary` folds them: one
-    per (block, hotkey), blocks in order (an episode without a block first)."""
-    sums: dict[tuple[int | None, str | None], list[float]] = {}
-    for t in episodes:
-        acc = sums.setdefault((t.block, t.miner_hotkey), [0, 0.0])
-        acc[0] += 1
-        acc[1] += t.score or 0.0
-    book = ScoreBook()
-    out = []
-    order = sorted(sums, key=lambda k: (k[0] is not None, k[0] or 0, k[1] or ""))
-    for block, hotkey in order:
-        n, total = sums[(block, hotkey)]
-        entry = book.update(uid, hotkey or "", total / n, alpha, int(n))
-        out.append(RoundLine(block=block, hotkey=hotkey, episodes=int(n),
-                             round_score=round(total / n, 6), ema=entry.ema))  # fmt: skip
-    return out
+def _rounds(uid: int, episodes: Sequence[Trajectory], alpha: float) -> list[RoundEma]:
+    """The miner's rounds (:func:`~shopbench.archive.ema.ema_rounds`, as the leaderboard
+    folds them)."""
+    return ema_rounds(((uid, t.miner_hotkey, t.block, 1, t.score or 0.0) for t in episodes), alpha)
 
 
 def _gates(episodes: Sequence[Trajectory], lines: Sequence[EpisodeLine],

@@ -1,11 +1,9 @@
 """What the leaderboard and the stats routes compute from the archived episodes.
 
-The leaderboard rebuilds each miner's EMA the way a validator keeps it: a round is one
-block of one miner's episodes (every miner plays the same tasks in a round), the round's
-score is the mean episode score over its episodes, and it is folded into the miner's EMA by
-:meth:`~shopbench.scoring.weights.ScoreBook.update` with the release's ``ema_alpha`` (a uid
-whose hotkey changes starts again from zero). An archive holds only the episodes that were
-archived, so a round whose episodes were lost scores over those kept.
+The leaderboard rebuilds each miner's EMA the way a validator keeps it
+(:func:`~shopbench.archive.ema.ema_rounds`: a round is one block of one miner's episodes,
+scored by their mean, folded with the release's ``ema_alpha``). An archive holds only the
+episodes that were archived, so a round whose episodes were lost scores over those kept.
 """
 
 from __future__ import annotations
@@ -13,19 +11,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.archive.api.index import ArchiveIndex
+from shopbench.archive.ema import RoundEma, ema_rounds
 from shopbench.archive.filters import TraceFilter
 from shopbench.scoring.consensus import ConsensusConfig
-from shopbench.scoring.weights import ScoreBook
-
-
-class EmaPoint(BaseModel):
-    """A miner's EMA after one round."""
-
-    model_config = ConfigDict(frozen=True)
-
-    block: int | None
-    round_score: float
-    ema: float
 
 
 class MinerRow(BaseModel):
@@ -42,7 +30,7 @@ class MinerRow(BaseModel):
     mean_score: float = Field(description="mean final episode score")
     rounds: int
     ema: float = Field(description="the EMA after the last round")
-    history: list[EmaPoint] = Field(description="the EMA after each round, oldest first")
+    history: list[RoundEma] = Field(description="the EMA after each round, oldest first")
 
 
 class Leaderboard(BaseModel):
@@ -68,21 +56,16 @@ def _leaderboard(index: ArchiveIndex, filters: TraceFilter, alpha: float) -> Lea
         tail="GROUP BY miner_uid, miner_hotkey, block "
         "ORDER BY miner_uid NULLS FIRST, block NULLS FIRST, miner_hotkey",
     )
-    book = ScoreBook()
     acc: dict[tuple[int | None, str | None], dict[str, float]] = {}
-    history: dict[tuple[int | None, str | None], list[EmaPoint]] = {}
-    for uid, hotkey, block, n, wins, process, score in rows:
-        key = (uid, hotkey)
-        a = acc.setdefault(key, {"n": 0, "wins": 0, "process": 0.0, "score": 0.0})
+    for uid, hotkey, _, n, wins, process, score in rows:
+        a = acc.setdefault((uid, hotkey), {"n": 0, "wins": 0, "process": 0.0, "score": 0.0})
         a["n"] += n
         a["wins"] += wins
         a["process"] += process
         a["score"] += score
-        round_score = score / n
-        entry = book.update(-1 if uid is None else uid, hotkey or "", round_score, alpha, n)
-        history.setdefault(key, []).append(
-            EmaPoint(block=block, round_score=round(round_score, 6), ema=entry.ema)
-        )
+    history: dict[tuple[int | None, str | None], list[RoundEma]] = {}
+    for r in ema_rounds(((u, h, b, n, total) for u, h, b, n, _, _, total in rows), alpha):
+        history.setdefault((r.uid, r.hotkey), []).append(r)
     miners = [
         MinerRow(
             uid=uid, hotkey=hotkey, episodes=int(a["n"]), successes=int(a["wins"]),
