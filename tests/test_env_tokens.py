@@ -88,3 +88,18 @@ def test_colliding_ids_get_distinct_tokens() -> None:
 def test_short_keys_are_refused() -> None:
     with pytest.raises(ValueError, match="16 bytes"):
         TokenBook(b"short")
+
+
+def test_episode_keys_come_from_the_seed_and_never_repeat_within_a_block() -> None:
+    from shopbench.env.episode import episode_id
+    from shopbench.env.keys import EpisodeKeys, episode_key, find_key
+
+    keys = EpisodeKeys(seed=11, generation=2)
+    first, again = keys.next(5, 3, "task-a"), keys.next(5, 3, "task-a")
+    assert first == episode_key(11, 2, 5, 3, "task-a", 0)
+    assert again == episode_key(11, 2, 5, 3, "task-a", 1) != first  # same coordinates: attempt 1
+    assert keys.next(6, 3, "task-a") == episode_key(11, 2, 6, 3, "task-a", 0)  # a new block
+    assert len({episode_key(s, g, 5, 3, "task-a") for s, g in ((11, 2), (12, 2), (11, 3))}) == 3
+    assert find_key(11, 2, 5, 3, "task-a", episode_id(again)) == again
+    assert find_key(12, 2, 5, 3, "task-a", episode_id(again)) is None  # another seed
+    assert find_key(11, 2, 5, 4, "task-a", episode_id(again)) is None  # another miner

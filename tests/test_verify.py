@@ -121,6 +121,8 @@ def test_an_honest_arena_verifies_in_a_second_process_from_the_seed(
     assert report.mismatches == [] and report.left_out == []
     assert report.episodes == report.verified == len(arena.records) == 24
     assert report.signatures_checked and report.rounds_checked == 6  # 3 miners x 2 rounds
+    # Every key came from the seed: the episode ids and token maps were minted again.
+    assert report.keys_derived == 24
     # Its own catalog and banks, built from the seed: not the first validator's.
     assert Path(report.catalog) == work / "catalog" and Path(report.catalog) != catalog_dir
     assert report.catalog_seed_hash == seed_hash(SEED)
@@ -171,6 +173,39 @@ def test_an_altered_record_is_named_by_episode_and_field(arena: Arena, tmp_path:
     rows = [line.split() for line in shown.stdout.splitlines()]
     assert [score_one.episode_id, "score"] in [r[:2] for r in rows]
     assert "21 verified, 3 with mismatches" in shown.stdout
+
+
+def test_with_derived_keys_an_altered_id_or_token_map_is_named(
+    arena: Arena, tmp_path: Path
+) -> None:
+    records = sorted(arena.records, key=lambda r: r.episode_id)
+    shown = [r for r in records if len(r.token_map) >= 2]
+    renamed, remapped = shown[0], shown[1]
+    token, other = sorted(remapped.token_map)[:2]
+    altered = {
+        renamed.episode_id: renamed.model_copy(update={"episode_id": "f" * 16}),
+        remapped.episode_id: remapped.model_copy(update={"token_map": {
+            **remapped.token_map, token: remapped.token_map[other],
+        }}),  # fmt: skip
+    }
+    root = _archive([altered.get(r.episode_id, r) for r in records], tmp_path / "altered")
+    args = [
+        "verify", "--archive", str(root), "--seed", str(SEED), "--products", str(PRODUCTS),
+        "--chunk-size", str(CHUNK), "--workers", "1", "--tasks", str(arena.bank),
+        "--work", str(tmp_path / "work"), "--json", "--quiet",
+    ]  # fmt: skip
+    strict = CliRunner().invoke(app, [*args, "--derived-keys"])
+    assert strict.exit_code == 1, strict.output
+    report = VerifyReport.model_validate_json(strict.stdout.strip().splitlines()[-1])
+    found = _by_episode(report)
+    assert "episode_id" in found["f" * 16]
+    assert f"token_map.{token}" in found[remapped.episode_id]
+    assert report.keys_derived == 23 and report.verified == 22
+    # Without --derived-keys the renamed episode replays on the tokens its record shows.
+    lenient = CliRunner().invoke(app, args)
+    report = VerifyReport.model_validate_json(lenient.stdout.strip().splitlines()[-1])
+    assert "f" * 16 not in _by_episode(report) and report.keys_derived == 23
+    assert remapped.episode_id in _by_episode(report)
 
 
 def test_a_record_signed_by_another_key_is_named(

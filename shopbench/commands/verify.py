@@ -98,6 +98,8 @@ def _table(report: Any) -> str:
         f"signatures {'checked' if report.signatures_checked else 'not checked'}, "
         f"{report.seconds:g} s)",
         f"catalog {report.catalog} (seed sha256 {report.catalog_seed_hash})",
+        f"keys: {report.keys_derived} of {report.episodes} episodes replayed under their own "
+        "key, derived from the seed; the rest took their tokens from the record",
     ]
     lines += [f"left out {shard}" for shard in report.left_out]
     if report.mismatches:
@@ -150,6 +152,7 @@ def verify_command(
         None, "--work", help="where the catalog and banks are built (default: a temp dir)"
     ),
     rounds: bool = _CONFIG.option("rounds", "--rounds/--no-rounds"),
+    derived_keys: bool = _CONFIG.option("derived_keys", "--derived-keys/--any-keys"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -157,9 +160,13 @@ def verify_command(
     1 when any episode does not reproduce exactly (or a shard was left out)."""
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.io import read_tasks
+    from shopbench.verify.replay import RevealedSeed
     from shopbench.verify.run import TaskIndex, TaskSource, read_archive, verify_records
 
     wanted = _intents(intents)  # checked before anything is read or built
+    if derived_keys and seed is None:
+        raise VerifyError("--derived-keys needs the revealed seed: --seed N")
+    revealed = RevealedSeed(seed=seed, generation=generation) if seed is not None else None
     trust = None
     if signed_by:
         from shopbench.archive.reader import Trust
@@ -182,10 +189,12 @@ def verify_command(
         else:
             raise VerifyError("name the tasks: --tasks FILE, or --seed N to regenerate the banks")
         env = ShoppingEnv.open(folder)
-        check = _CONFIG.build(rounds=rounds)
+        check = _CONFIG.build(rounds=rounds, derived_keys=derived_keys)
+
         if quiet or as_json:
             report = verify_records(records, env, source, archive=str(archive),
-                                    left_out=left_out, trust=trust, config=check)  # fmt: skip
+                                    left_out=left_out, trust=trust, config=check,
+                                    revealed=revealed)  # fmt: skip
         else:
             from shopbench.commands.progress import progress_bar
 
@@ -194,6 +203,7 @@ def verify_command(
                 report = verify_records(
                     records, env, source, archive=str(archive), left_out=left_out,
                     trust=trust, config=check, progress=lambda n: bar.advance(task, n),
+                    revealed=revealed,
                 )  # fmt: skip
     typer.echo(report.model_dump_json() if as_json else _table(report))
     if not report.ok:

@@ -122,9 +122,10 @@ def token_kind(token: str) -> TokenKind | None:
 class RecordedTokenBook(TokenBook):
     """A book that shows each catalog id by the token an archived episode recorded for it.
 
-    The key an episode was played with is drawn at random and never recorded (its public id
-    is a one-way hash of it), so a replay cannot mint the original tokens again; it takes
-    them from the record's token map instead. An id the record never showed gets a token
+    An episode whose key was drawn at random (not derived from a revealed seed,
+    :mod:`shopbench.env.keys`) cannot have its tokens minted again: its key is never
+    recorded, only its one-way hash, the episode id. A replay of it takes the tokens from the
+    record's token map instead. An id the record never showed gets a token
     minted under a fresh key, which no recorded observation contains: a replay that shows
     something the original did not is seen in its observations and in its token map.
     """

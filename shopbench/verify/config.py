@@ -15,6 +15,12 @@ class VerifyConfig(BaseModel):
         description="re-derive each miner's template and decision factors from its whole "
         "round (needs the whole archive: a filtered subset splits rounds)",
     )
+    derived_keys: bool = Field(
+        default=False,
+        description="require every episode's key to be derived from the revealed seed (an id "
+        "no derived key gives is an episode_id mismatch); otherwise such an episode's tokens "
+        "come from its record",
+    )
     max_per_episode: int = Field(
         default=20, ge=1, description="mismatches reported per episode before the rest are "
         "counted in one line",

@@ -4,8 +4,10 @@ The replay drives :class:`~shopbench.env.episode.Episode` exactly as the episode
 a turn begun for each turn the log names, each logged call sent with its logged name and
 arguments through :meth:`Episode.call` (the one boundary that turns a tool's failure into
 an error observation), then the recommendation graded by the environment's own grader.
-Tokens come from the record's token map (:class:`~shopbench.env.tokens.RecordedTokenBook`):
-the episode key that minted them was random and is not recorded.
+Tokens are minted by the episode's own key when the validator derived it from the revealed
+seed (:mod:`shopbench.env.keys`: the key whose id is the record's episode id), so the token
+map comes out of the replay like every observation; an episode whose key was drawn at random
+takes its tokens from the record's token map (:class:`~shopbench.env.tokens.RecordedTokenBook`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shopbench.env.env import ShoppingEnv
+from shopbench.env.keys import find_key
 from shopbench.env.tokens import RecordedTokenBook
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
@@ -49,11 +52,34 @@ class Replayed:
         })  # fmt: skip
 
 
-def replay_episode(env: ShoppingEnv, task: Task, record: Trajectory) -> Replayed:
+@dataclass(frozen=True)
+class RevealedSeed:
+    """A validator's revealed catalog seed and the generation it built: what derives the
+    keys of the episodes played on that catalog."""
+
+    seed: int
+    generation: int
+
+    def key_of(self, record: Trajectory) -> bytes | None:
+        """The derived key whose episode id is the record's; None when no attempt gives it
+        (a key drawn at random, another generation, or an id that was altered)."""
+        return find_key(
+            self.seed, self.generation, record.block, record.miner_uid, record.task_id,
+            record.episode_id,
+        )  # fmt: skip
+
+
+def replay_episode(
+    env: ShoppingEnv, task: Task, record: Trajectory, key: bytes | None = None
+) -> Replayed:
     """Replay `record`'s tool log on `task` in a fresh episode of `env` (never raises for
-    anything the log holds: a bad call is an error observation, as it was)."""
-    book = RecordedTokenBook(record.token_map, secrets.token_bytes(32))
-    episode = env.new_episode(task, tokens=book)
+    anything the log holds: a bad call is an error observation, as it was); with the
+    episode's `key` its tokens are minted again, without it they come from the record."""
+    if key is not None:
+        episode = env.new_episode(task, key=key)
+    else:
+        book = RecordedTokenBook(record.token_map, secrets.token_bytes(32))
+        episode = env.new_episode(task, tokens=book)
     log: list[ToolLogEntry] = []
     for entry in record.tool_log:
         while episode.turn < entry.turn and episode.begin_turn():

@@ -36,6 +36,11 @@ class VerifyReport(BaseModel):
     signatures_checked: bool = Field(
         description="each record's signature was checked against the named validator"
     )
+    keys_derived: int = Field(
+        default=0,
+        description="episodes replayed under their own key, derived from the revealed seed "
+        "(the rest took their tokens from the record)",
+    )
     rounds_checked: int = Field(
         description="(miner, round) groups whose cross-episode factors were re-derived"
     )

@@ -27,7 +27,12 @@ from shopbench.verify.config import VerifyConfig
 from shopbench.verify.diff import differences, short
 from shopbench.verify.errors import VerifyError
 from shopbench.verify.regrade import expected_record
-from shopbench.verify.replay import replay_differences, replay_episode, task_differences
+from shopbench.verify.replay import (
+    RevealedSeed,
+    replay_differences,
+    replay_episode,
+    task_differences,
+)
 from shopbench.verify.report import Mismatch, VerifyReport
 from shopbench.verify.rounds import Judged, RoundKey, factor_differences, round_key
 
@@ -80,6 +85,7 @@ class _Episode:
         self.cap = cap
         self.found: list[Mismatch] = []
         self.more = 0
+        self.derived = False  # replayed under its own key
 
     def add(self, diffs: Iterable[tuple[str, Any, Any]]) -> None:
         for field, expected, got in diffs:
@@ -106,6 +112,8 @@ def _check(
     consensus: ConsensusConfig,
     trust: Trust | None,
     seen: _Episode,
+    revealed: RevealedSeed | None = None,
+    derived_keys: bool = False,
 ) -> Judged | None:
     """Replay and re-grade one record into `seen`; what the round check needs, or None."""
     if trust is not None:
@@ -121,7 +129,12 @@ def _check(
         seen.add([("task_id", record.task_id, "(not among the tasks given or regenerated)")])
         return None
     seen.add(task_differences(record, task))
-    replayed = replay_episode(env, task, record)
+    key = revealed.key_of(record) if revealed is not None else None
+    seen.derived = key is not None
+    if key is None and derived_keys:
+        seen.add([("episode_id", record.episode_id,
+                   "(no key derived from the revealed seed gives this id)")])  # fmt: skip
+    replayed = replay_episode(env, task, record, key)
     seen.add(replay_differences(record, replayed))
     if record.judge is None:
         seen.add([("judge", None, "(the record is not judged)")])
@@ -168,10 +181,12 @@ def verify_records(
     consensus: ConsensusConfig | None = None,
     config: VerifyConfig | None = None,
     progress: Callable[[int], None] | None = None,
+    revealed: RevealedSeed | None = None,
 ) -> VerifyReport:
     """Replay, re-grade and re-score every record against `env` (see the module doc); the
     report names every (episode, field) that did not reproduce. With `trust`, each record's
-    own signature must be the named validator's; `progress` is told of each record done."""
+    own signature must be the named validator's; `progress` is told of each record done.
+    With `revealed`, each episode whose key that seed derives is replayed under it."""
     consensus = consensus or ConsensusConfig()
     config = config or VerifyConfig()
     started = time.perf_counter()
@@ -183,7 +198,8 @@ def verify_records(
             episode = seen[record.episode_id]
             episode.add([("episode_id", "(once)", "(archived twice)")])
         seen[record.episode_id] = episode
-        done = _check(record, env, tasks, consensus, trust, episode)
+        done = _check(record, env, tasks, consensus, trust, episode, revealed,
+                      config.derived_keys)  # fmt: skip
         if done is not None:
             judged.append(done)
         if progress is not None:
@@ -209,6 +225,7 @@ def verify_records(
         mismatches=mismatches,
         left_out=list(left_out),
         signatures_checked=trust is not None,
+        keys_derived=sum(e.derived for e in seen.values()),
         rounds_checked=groups,
         seconds=round(time.perf_counter() - started, 3),
     )

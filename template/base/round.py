@@ -35,6 +35,7 @@ from shopbench.archive.sink import ArchiveSink
 from shopbench.chat import AssistantMessage, ChatMessage
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.episode import episode_id
+from shopbench.env.keys import EpisodeKeys
 from shopbench.judging.judge import Judge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import Judgement
@@ -124,6 +125,7 @@ class RoundContext:
     on_archived: Callable[[Sequence[Trajectory]], None] | None = None
     round_judge: RoundJudge | None = None  # the rubric, and the LLM on a sample
     llm_picked: frozenset[str] = frozenset()  # the round's tasks the LLM reads
+    keys: EpisodeKeys | None = None  # episode keys from the catalog seed (None: random)
 
 
 class _Watched:
@@ -171,7 +173,11 @@ async def _play(
         left = deadline - time.monotonic()
         if left <= 0:
             return None, Counter({ROUND_CUT: 1}), []
-        key = secrets.token_bytes(32)
+        key = (
+            ctx.keys.next(block, endpoint.uid, task.id)
+            if ctx.keys is not None
+            else secrets.token_bytes(32)
+        )
         cfg = ctx.limits
         remote = RemotePolicy(
             ctx.client, endpoint, episode_id(key), deadline_s=cfg.turn_timeout_s

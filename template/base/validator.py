@@ -33,6 +33,7 @@ from shopbench.archive.signing import Signer
 from shopbench.archive.sink import ArchiveSink
 from shopbench.archive.store import ArchiveStore
 from shopbench.env.env import ShoppingEnv
+from shopbench.env.keys import EpisodeKeys
 from shopbench.judging.judge import Judge
 from shopbench.judging.registry import make_judge
 from shopbench.records.trajectory import Trajectory
@@ -144,6 +145,7 @@ class Validator:
         self._block_read: tuple[int, float] | None = None  # (block, clock) of the last read
         self.env: ShoppingEnv | None = None
         self.bank: TaskBank | None = None
+        self._keys: EpisodeKeys | None = None
         self._client: MinerClient | None = None
         self._generation: int | None = None
 
@@ -299,6 +301,16 @@ class Validator:
             secret, self.state.round,
         )  # fmt: skip
 
+    def _episode_keys(self) -> EpisodeKeys | None:
+        """The current catalog generation's episode keys (derived from its seed, so they are
+        checkable once it is revealed); None before any catalog serves."""
+        gen = self.state.rotation.current
+        if gen is None:
+            return None
+        if self._keys is None or (self._keys.seed, self._keys.generation) != (gen.seed, gen.index):
+            self._keys = EpisodeKeys(gen.seed, gen.index)
+        return self._keys
+
     async def run_round(self) -> RoundResult:
         """Play one round (see the module docstring) and save the state."""
         await self.sync()
@@ -324,7 +336,7 @@ class Validator:
                 round_timeout_s=n.round_timeout_s, concurrency=n.concurrency,
             ),
             on_episode=self.on_episode, on_archived=self.on_archived,
-            round_judge=self.round_judge, llm_picked=picked,
+            round_judge=self.round_judge, llm_picked=picked, keys=self._episode_keys(),
         )  # fmt: skip
         log.info(
             "round %d: %d miners x %d tasks (epoch %d)", self.state.round, len(miners),
