@@ -72,6 +72,8 @@ def exported(arena: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     result = export(arena, out)
     assert result.exit_code == 0, result.output
     assert f"exported 24 episodes to {out}" in result.output
+    card = (out / "README.md").read_text()  # the dataset card names what a file is
+    assert "One ATIF v1.7 trajectory document per episode" in card and "| episodes | 24 |" in card
     return read_documents(out)
 
 

@@ -56,6 +56,9 @@ SHAPES = {
     "conversation, the validator's tool log, the outcome grade and the judge's verdict.",
     "shoppingbench": "One line per episode: its rollout steps in ShoppingBench's trace "
     "format, one step per assistant turn.",
+    "atif": "One ATIF v1.7 trajectory document per episode (`<episode_id>.json`): its steps, "
+    "tool calls and observations, with the grade, the diagnosis and the signature digest in "
+    "`extra.shopbench` (docs/archive.md, ATIF export).",
 }
 """What one row of each export format is, for the card's first paragraph."""
 NOT_CHECKED = (
