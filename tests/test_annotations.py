@@ -356,6 +356,9 @@ def test_the_export_carries_the_verified_annotations_of_the_exported_episodes(
     assert sorted(a.label for a in exported) == ["good", "interesting", "reward-hack"]
     verifier = HotkeyVerifier()
     assert all(verifier.verify(a.signing_bytes(), a.signature, a.annotator) for a in exported)
+    assert "`annotations.jsonl`: 3 annotations of the exported episodes" in (
+        out / "README.md"
+    ).read_text()  # the dataset card names the file
 
     picked = tmp_path / "picked.jsonl"
     done = _cli("export", str(root), "--format", "jsonl", "--out", str(picked),

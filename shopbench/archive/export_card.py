@@ -158,13 +158,27 @@ def _parquet_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("data/*.parquet"))
 
 
-def export_card(written: Path, fmt: str, table: pa.Table, source: ExportSource) -> DatasetCard:
-    """The card of the export of `table` in `fmt` written at `written` (a folder or file)."""
+ANNOTATIONS_NOTE = (
+    "people's labels and notes on episodes or turns, each signed by its annotator's key and "
+    "bound to the sha256 of the record it was made on; kept apart from the records, which "
+    "they never alter (docs/browser.md, Annotations)"
+)
+
+
+def export_card(
+    written: Path, fmt: str, table: pa.Table, source: ExportSource,
+    annotations: tuple[Path, int] | None = None,
+) -> DatasetCard:  # fmt: skip
+    """The card of the export of `table` in `fmt` written at `written` (a folder or file);
+    `annotations`: the annotations file written beside it and how many it holds."""
+    notes = annotations[0].name if annotations else None
     r = archive_range(table)
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     schema: pa.Schema | None = None
     if written.is_dir() and not _parquet_files(written):
-        files = sorted(p for p in written.rglob("*") if p.is_file() and p.name != CARD_NAME)
+        files = sorted(
+            p for p in written.rglob("*") if p.is_file() and p.name not in (CARD_NAME, notes)
+        )
         splits = []
         schema_text = f"{len(files):,} files in the `{fmt}` format; not a table."
         loading = "Not a table: this card names no `datasets` config."
@@ -216,6 +230,11 @@ def export_card(written: Path, fmt: str, table: pa.Table, source: ExportSource) 
         arrow_schema=schema,
         sections=[],
     )
+    if annotations is not None:
+        loading += (
+            f"\n\n`{annotations[0].name}`: {annotations[1]:,} annotations of the exported "
+            f"episodes, {ANNOTATIONS_NOTE}."
+        )
     sections = [
         ("Files and loading", loading),
         ("Schema", schema_text),
@@ -239,8 +258,9 @@ INTENDED_USE = (
 
 
 def write_export_card(
-    written: Path, fmt: str, table: pa.Table, source: ExportSource | None = None
-) -> Path:
+    written: Path, fmt: str, table: pa.Table, source: ExportSource | None = None,
+    annotations: tuple[Path, int] | None = None,
+) -> Path:  # fmt: skip
     """Write the card of an export (:func:`export_card`); its path."""
     src = source or ExportSource(archive="(not recorded)")
-    return write_card(written, export_card(Path(written), fmt, table, src))
+    return write_card(written, export_card(Path(written), fmt, table, src, annotations))

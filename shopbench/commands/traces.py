@@ -169,15 +169,18 @@ def export_command(
 
     table, source = _read_source(directory, filters or TraceFilter(), signed_by)
     written = export(table, fmt, out)
-    card = write_export_card(written, fmt, table, source)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
+    annotations = _export_annotations(directory, table, fmt, written)
+    card = write_export_card(written, fmt, table, source, annotations)
     typer.echo(f"dataset card {card}")
-    _export_annotations(directory, table, fmt, written)
 
 
-def _export_annotations(directory: Path, table, fmt: str, written: Path) -> None:  # type: ignore[no-untyped-def]
-    """The verified annotations of the exported episodes, beside the export; each line
-    that does not verify is named on stderr and left out."""
+def _export_annotations(  # type: ignore[no-untyped-def]
+    directory: Path, table, fmt: str, written: Path
+) -> tuple[Path, int] | None:
+    """The verified annotations of the exported episodes, beside the export (the file and
+    how many, None when there are none); each line that does not verify is named on stderr
+    and left out."""
     from shopbench.archive.annotations import read_annotations
     from shopbench.archive.export import annotations_path, export_annotations
     from template.signing import HotkeyVerifier
@@ -187,8 +190,10 @@ def _export_annotations(directory: Path, table, fmt: str, written: Path) -> None
         typer.echo(f"annotation left out {problem}", err=True)
     path = annotations_path(fmt, written)
     n = export_annotations(table, read, path)
-    if n:
-        typer.echo(f"exported {n} annotations to {path}")
+    if not n:
+        return None
+    typer.echo(f"exported {n} annotations to {path}")
+    return path, n
 
 
 def _report_config_block() -> Block:
