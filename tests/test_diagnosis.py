@@ -61,7 +61,9 @@ def _budget(*, applies: bool, shops: int = 1, kind: str = "platform") -> BudgetC
 
 EMPTY = [_slot(0, pid=None)]
 TITLE_MISS = [_slot(0, _hit("title", "title", False), _hit("price", "price", True))]
-PRICE_MISS = [_slot(0, _hit("title", "title", True), _hit("price", "price", False))]
+PRICE_MISS = [
+    _slot(0, _hit("title", "title", True), _hit("price", "price greater than", False))
+]
 ATTR_MISS = [
     _slot(0, _hit("title", "title", True), _hit("attribute", "color", True)),
     _slot(1, _hit("title", "title", True), _hit("attribute", "size", False)),

@@ -99,8 +99,8 @@ def _cut(text: str) -> str:
 
 
 def _constraint_name(hit: ConstraintHit) -> str:
-    if hit.name in ("", hit.kind):
-        return hit.kind
+    if hit.kind in ("title", "price", "service") or hit.name in ("", hit.kind):
+        return hit.kind  # their names say the bound or the services, not which constraint
     return f"{hit.kind}:{hit.name}"
 
 
