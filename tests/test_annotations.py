@@ -217,6 +217,25 @@ def test_the_api_and_the_pages_show_the_annotations(
         assert "reward-hack" not in first
 
 
+def test_the_service_can_show_only_the_annotators_it_names(
+    annotated: tuple[Path, Trajectory, dict[str, str]], wallets: Path
+) -> None:
+    from shopbench.commands.archive import annotation_book
+
+    root, t, _ = annotated
+    assert _annotate(root, wallets, t.episode_id, "--label", "interesting",
+                     who="annotator-b").exit_code == 0  # fmt: skip
+    config = ApiConfig(root=str(root), burst=10_000, rate_per_s=1000)
+    for names, labels in (
+        ((), ["good", "interesting", "reward-hack"]),
+        ((_hotkey(wallets, "annotator-b"),), ["interesting"]),
+    ):
+        app = create_app(config, annotations=annotation_book(root, names))
+        with TestClient(app) as client:
+            body = client.get(f"/v1/episodes/{t.episode_id}/annotations").json()
+        assert sorted(a["label"] for a in body["annotations"]) == labels
+
+
 def test_a_tampered_or_foreign_line_is_named_and_never_shown(
     annotated: tuple[Path, Trajectory, dict[str, str]], wallets: Path
 ) -> None:

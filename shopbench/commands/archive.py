@@ -9,6 +9,7 @@ re-read as it grows; or an object-storage or HTTP URL (``s3://â€¦``, ``file://â€
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,11 @@ def serve_command(
         help="a reverse proxy's address or CIDR network whose X-Forwarded-For is read as the "
         "client (repeat for several); by default the header is ignored",
     ),
+    annotators: list[str] = typer.Option(
+        [], "--annotator",
+        help="show only this annotator hotkey's annotations (repeat for several); by default "
+        "every validly signed annotation is shown, with its hotkey",
+    ),  # fmt: skip
     source: ArchiveSource | None = None,
 ) -> None:
     """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
@@ -98,7 +104,9 @@ def serve_command(
         root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size,
         trusted_proxies=tuple(trusted_proxies),
     )  # fmt: skip
-    app = create_app(config, index=_index(config, validator), annotations=_annotations(folder))
+    app = create_app(
+        config, index=_index(config, validator), annotations=annotation_book(folder, annotators)
+    )
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
     uvicorn.run(
         app, host=host, port=port, log_level="warning", **proxy_options(config.trusted_proxies)
@@ -120,12 +128,13 @@ def _index(config: ApiConfig, validator: str | None) -> Any:
     return index
 
 
-def _annotations(folder: Path) -> Any:
-    """The annotations beside the folder, each line verified by its annotator's hotkey."""
+def annotation_book(folder: Path, annotators: Sequence[str] = ()) -> Any:
+    """The annotations beside the folder the service shows, each line verified by its
+    annotator's hotkey (only `annotators`' when given)."""
     from shopbench.archive.annotations import AnnotationBook
     from template.signing import HotkeyVerifier
 
-    return AnnotationBook(folder, HotkeyVerifier())
+    return AnnotationBook(folder, HotkeyVerifier(), annotators=annotators)
 
 
 def serve_hint(archive: Path) -> str:
