@@ -61,6 +61,12 @@ def cut_utf8(text: str | None, cap: int) -> str | None:
     return data[:cap].decode("utf-8", errors="ignore")
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last one ``…`` when it was cut (for a reader:
+    a report, a diagnosis, a mismatch)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def utf8_at_most(limit: int) -> AfterValidator:
     """A pydantic validator rejecting strings longer than `limit` UTF-8 bytes."""
 

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shopbench.archive.errors import NotComparable
+from shopbench.chat import clip
 from shopbench.env.tokens import token_kind
 from shopbench.records.binding import bind_calls
 from shopbench.records.diagnosis import Diagnosis
@@ -200,7 +201,7 @@ def summarise(text: str | None) -> str:
         line += f", first: {title}" if isinstance(title, str) else ""
     else:
         line = " ".join(text.split())
-    return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"
+    return clip(line, SUMMARY_CHARS)
 
 
 def _turns(t: Trajectory) -> list[DiffTurn]:

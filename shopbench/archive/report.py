@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.archive.ema import RoundEma, ema_rounds
+from shopbench.chat import clip
 from shopbench.records.diagnosis import DIAGNOSIS_KINDS
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
@@ -54,8 +55,7 @@ class ReportConfig(BaseModel):
 def cut(text: str | None, limit: int) -> str:
     """`text` with control and bidi-override characters replaced by U+FFFD, cut to `limit`
     characters (the last one ``…`` when cut)."""
-    clean = _UNPRINTABLE.sub("\ufffd", text or "")
-    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+    return clip(_UNPRINTABLE.sub("\ufffd", text or ""), limit)
 
 
 class CallLine(BaseModel):

@@ -36,6 +36,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.chat import clip
 from shopbench.records.outcome import ConstraintHit, Outcome
 from shopbench.records.verdict import Verdict
 
@@ -95,7 +96,7 @@ class Diagnosis(BaseModel):
 
 
 def _cut(text: str) -> str:
-    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
+    return clip(text, MAX_DETAIL)
 
 
 def _constraint_name(hit: ConstraintHit) -> str:

@@ -6,6 +6,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from shopbench.chat import clip
+
 SHORT = 80
 """Characters a value is cut to in a report."""
 ABSENT = "(absent)"
@@ -20,7 +22,7 @@ def short(value: Any, limit: int = SHORT) -> str:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         except (TypeError, ValueError):
             text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def _same(a: Any, b: Any) -> bool:
