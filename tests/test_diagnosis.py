@@ -188,6 +188,15 @@ def test_the_archive_columns_and_filters_carry_the_diagnosis(
     assert counted == {t.episode_id: sum(e.error is not None for e in t.tool_log) for t in records}
 
 
+def test_a_hostile_constraint_filter_is_a_value_never_sql(
+    arena: tuple[Path, list[Trajectory]],
+) -> None:
+    root, records = arena
+    for value in ("price:' OR '1'='1", 'attribute:x") OR TRUE --', "price:%"):
+        assert _cli(str(root), "--failure-constraint", value) == []
+    assert len(query(root, TraceFilter())) == len(records)  # and the archive is as it was
+
+
 def test_a_filter_outside_the_closed_sets_is_refused_by_name() -> None:
     for bad in ({"failure": "crashed"}, {"tool_error": "oops"}, {"failure_constraint": "A B"}):
         with pytest.raises(ShopbenchError) as e:
