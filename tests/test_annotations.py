@@ -27,6 +27,7 @@ from shopbench.archive.annotations import (
     MAX_NOTE_CHARS,
     Annotation,
     AnnotationBook,
+    AnnotationSettings,
     annotate,
     append_annotation,
     read_annotations,
@@ -266,8 +267,10 @@ def test_a_tampered_or_foreign_line_is_named_and_never_shown(
     assert sorted(r["id"] for r in listed["annotations"]) == sorted(ids.values())
 
     with _client(root) as client:
-        labels = [a["label"] for a in
-                  client.get(f"/v1/episodes/{t.episode_id}/annotations").json()["annotations"]]
+        labels = [
+            a["label"]
+            for a in client.get(f"/v1/episodes/{t.episode_id}/annotations").json()["annotations"]
+        ]
         assert labels == ["good", "reward-hack"]  # fmt: skip
         page = client.get(f"/episodes/{t.episode_id}").text
         assert 'class="label">bad<' not in page and "judge-wrong" not in page
@@ -375,9 +378,10 @@ def test_the_export_carries_the_verified_annotations_of_the_exported_episodes(
     assert sorted(a.label for a in exported) == ["good", "interesting", "reward-hack"]
     verifier = HotkeyVerifier()
     assert all(verifier.verify(a.signing_bytes(), a.signature, a.annotator) for a in exported)
-    assert "`annotations.jsonl`: 3 annotations of the exported episodes" in (
-        out / "README.md"
-    ).read_text()  # the dataset card names the file
+    assert (
+        "`annotations.jsonl`: 3 annotations of the exported episodes"
+        in (out / "README.md").read_text()
+    )  # the dataset card names the file
 
     picked = tmp_path / "picked.jsonl"
     done = _cli("export", str(root), "--format", "jsonl", "--out", str(picked),
@@ -440,3 +444,139 @@ def test_an_append_after_a_torn_line_keeps_every_earlier_byte(root: Path) -> Non
     read = read_annotations(root, key)
     assert [a.label for a in read.annotations] == ["good", "bad"]
     assert [(p.line, p.reason) for p in read.problems] == [(2, "not JSON")]
+
+
+def _signer(wallets: Path, who: str = "annotator-a") -> HotkeySigner:
+    return HotkeySigner.from_wallet(write_local_wallet(wallets, who))
+
+
+def _shown(client: TestClient, episode: str) -> dict:
+    answer = client.get(f"/v1/episodes/{episode}/annotations")
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_replayed_annotation_shows_once(root: Path, wallets: Path) -> None:
+    """The same signed content is one annotation: its line appended again, or the content
+    signed again (another signature), shows once; changed content is another one."""
+    t = _multi_turn(root)
+    signer = _signer(wallets)
+    note = "<script>alert('replayed')</script> & more"
+    a = annotate(t, signer, label="good", note=note)
+    path = append_annotation(root, a)
+    resigned = a.model_copy(update={"signature": signer.sign(a.signing_bytes())})
+    assert resigned.signature != a.signature and resigned.id == a.id  # sr25519 is randomized
+    with path.open("ab") as f:
+        f.write(a.line() * 500 + resigned.line() * 3)
+    other = annotate(t, signer, label="good", note=note + "!", now=a.created_at)
+    append_annotation(root, other)
+    assert other.id != a.id
+
+    with _client(root) as client:
+        body = _shown(client, t.episode_id)
+        assert [x["id"] for x in body["annotations"]] == sorted([a.id, other.id])
+        assert body["withheld"] == {}
+        page = client.get(f"/episodes/{t.episode_id}").text
+        assert page.count(f'id="annotation-{a.id}"') == 1
+        assert "<script>alert('replayed')" not in page  # a person's text stays inert
+        assert page.count("&lt;script&gt;alert(&#39;replayed&#39;)&lt;/script&gt; &amp; more") == 2
+        items = client.get("/v1/trajectories", params={"limit": 500}).json()["items"]
+        assert {i["episode_id"]: i["annotations"] for i in items}[t.episode_id] == 2
+
+    listed = _cli("annotations", "--root", str(root), "--json")
+    assert listed.exit_code == 0, listed.output  # a repeat is no failure: it is shown once
+    assert sorted(r["id"] for r in json.loads(listed.stdout)["annotations"]) == sorted(
+        [a.id, other.id]
+    )
+    where = f"{ANNOTATIONS_DIR}/{signer.hotkey}.jsonl"
+    assert json.loads(listed.stdout)["repeats"] == {where: 503}
+    assert f"{where}: 503 lines repeat an annotation already read (listed once)" in listed.stderr
+    assert [x.id for x in read_annotations(root, HotkeyVerifier()).live()] == [a.id, other.id]
+
+
+def test_each_annotator_shows_at_most_the_cap_on_an_episode(root: Path, wallets: Path) -> None:
+    """Past the cap an annotator's later annotations (by signed time, not file order) are
+    withheld, and the API, the page and the listing say how many."""
+    t = _multi_turn(root)
+    a_signer, b_signer = _signer(wallets), _signer(wallets, "annotator-b")
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    made = [annotate(t, a_signer, label=f"look-{n}", now=start.replace(minute=n))
+            for n in range(23)]  # fmt: skip
+    for a in reversed(made):  # the file holds the latest first
+        append_annotation(root, a)
+    b = annotate(t, b_signer, label="interesting", now=start.replace(hour=5))
+    append_annotation(root, b)
+    earliest = [a.id for a in made[:20]]
+
+    with _client(root) as client:
+        body = _shown(client, t.episode_id)
+        assert [x["id"] for x in body["annotations"]] == [*earliest, b.id]
+        assert body["withheld"] == {a_signer.hotkey: 3} and body["max_per_annotator"] == 20
+        page = client.get(f"/episodes/{t.episode_id}").text
+        aside = page.split('id="annotations"')[1].split("<h2>")[0]
+        assert f'3 more by <span class="mono">{a_signer.hotkey}</span> withheld' in aside
+        assert "at most 20 of one annotator" in aside and aside.count('class="muted withheld"') == 1
+        assert "look-22" not in page and "look-19" in page
+        items = client.get("/v1/trajectories", params={"limit": 500}).json()["items"]
+        assert {i["episode_id"]: i["annotations"] for i in items}[t.episode_id] == 21
+
+    config = ApiConfig(root=str(root), burst=10_000, rate_per_s=1000)
+    small = AnnotationBook(root, HotkeyVerifier(), settings=AnnotationSettings(max_per_annotator=2))
+    with TestClient(create_app(config, annotations=small)) as client:
+        body = _shown(client, t.episode_id)
+    assert [x["id"] for x in body["annotations"]] == [*earliest[:2], b.id]
+    assert body["withheld"] == {a_signer.hotkey: 21}
+
+    code, listed, err = _listing(root)
+    assert code == 0, err
+    states = {r["id"]: r["state"] for r in listed["annotations"]}
+    assert {i for i, s in states.items() if s == "withheld"} == {a.id for a in made[20:]}
+    _, listed, _ = _listing(root, "--max-per-annotator", "1")
+    shown = {r["id"] for r in listed["annotations"] if r["state"] == "shown"}
+    assert shown == {made[0].id, b.id}
+    help_text = _cli("annotations", "--help").stdout
+    assert "--max-per-annotator" in help_text and "withheld" in help_text
+
+
+def test_the_service_reads_each_annotation_line_once(
+    annotated: tuple[Path, Trajectory, dict[str, str]],
+    wallets: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """However many pages are asked, a file is read and its lines verified once; an append
+    is read alone; an oversized line is skipped unparsed, counted and logged; a rewritten
+    file is read again from its start."""
+    root, t, ids = annotated
+    path = root / ANNOTATIONS_DIR / f"{_hotkey(wallets, 'annotator-a')}.jsonl"
+    first = path.read_bytes().splitlines(keepends=True)[0]
+    with path.open("ab") as f:
+        f.write(first * 2000 + b'{"label": "' + b"x" * 20_000 + b'"}\n')
+    book = AnnotationBook(root, HotkeyVerifier())
+    config = ApiConfig(root=str(root), burst=10_000, rate_per_s=1000)
+    with caplog.at_level("WARNING"), TestClient(create_app(config, annotations=book)) as client:
+        for _ in range(5):
+            assert len(_shown(client, t.episode_id)["annotations"]) == 2
+            assert client.get(f"/episodes/{t.episode_id}").status_code == 200
+            assert client.get("/episodes", params={"limit": 500}).status_code == 200
+        stats = book.stats
+        assert (stats.files_read, stats.resumed, stats.rebuilds) == (1, 0, 1)
+        assert (stats.signatures_checked, stats.repeats, stats.oversized) == (2, 2000, 1)
+        assert stats.bytes_read == path.stat().st_size and stats.lines_read == 2003
+        assert [r.getMessage() for r in caplog.records if "over 8192 bytes" in r.getMessage()] == [
+            f"{ANNOTATIONS_DIR}/{path.name}: 1 lines over 8192 bytes skipped unread "
+            "(the latest at line 2003)"
+        ]
+
+        size = path.stat().st_size
+        assert _annotate(root, wallets, t.episode_id, "--label", "bad").exit_code == 0
+        with path.open("ab") as f:
+            f.write(first[:40])  # a line still being written is left for the next read
+        assert len(_shown(client, t.episode_id)["annotations"]) == 3
+        stats = book.stats
+        assert (stats.files_read, stats.resumed, stats.signatures_checked) == (1, 1, 3)
+        assert stats.bytes_read == path.stat().st_size - 40 and size < stats.bytes_read
+
+        path.write_bytes(first)  # rewritten: read again from its start
+        body = _shown(client, t.episode_id)
+        assert [a["id"] for a in body["annotations"]] == [ids["good"]]
+        assert book.stats.files_read == 2

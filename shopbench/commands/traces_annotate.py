@@ -5,7 +5,10 @@ theirs (``--wallet.name``, ``--wallet.hotkey``, ``--wallet.path``; the defaults 
 ``template.base.config.WalletConfig``'s), and appended to
 ``<root>/_annotations/<hotkey>.jsonl`` (:mod:`shopbench.archive.annotations`); the archive's
 shards and manifests are never touched. Listing verifies every line with the hotkey
-verifier and names each line it does not show.
+verifier and names each line it does not show; a line repeating an annotation already read
+is listed once (the count of repeats said on stderr), and past the cap on one annotator's
+annotations of one episode they are listed as ``withheld``, as the trace service withholds
+them.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from typing import Any
 
 import typer
 
-from shopbench.archive.annotations import LABELS, MAX_NOTE_CHARS
+from shopbench.archive.annotations import LABELS, MAX_NOTE_CHARS, AnnotationSettings
 from shopbench.archive.errors import AnnotationRefused
 
 _ROOT_HELP = "archive root (the store's directory, or a pulled folder)"
+_CAP = AnnotationSettings.model_fields["max_per_annotator"]
 
 
 def _signer(name: str | None, hotkey: str | None, path: str | None) -> Any:
@@ -92,12 +96,18 @@ def annotations_command(
     episode: str | None = typer.Option(None, "--episode", help="only this episode's"),
     annotator: list[str] = typer.Option([], "--annotator", help="only this hotkey's (repeat)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object instead of a table"),
+    max_per_annotator: int = typer.Option(
+        _CAP.default, "--max-per-annotator", min=1, max=10_000, help=_CAP.description
+    ),
 ) -> None:
     """List the annotations, each verified; lines that fail are named on stderr (exit 1)."""
     from shopbench.archive.annotations import bound, read_annotations, records_by_id
 
+    settings = AnnotationSettings(max_per_annotator=max_per_annotator)
     read = read_annotations(root, _verifier(), annotators=annotator)
     problems = [str(p) for p in read.problems]
+    if read.more_problems:
+        problems.append(f"... and {read.more_problems:,} more lines not shown")
     gone = read.retracted()
     chosen = [a for a in read.annotations if episode is None or a.episode_id == episode]
     records = records_by_id(root, [a.episode_id for a in chosen])
@@ -113,14 +123,29 @@ def annotations_command(
             state = ("retraction" if a.retracts else "retracted" if a.id in gone
                      else "shown" if kept else "unbound")  # fmt: skip
         rows.append({"id": a.id, "state": state, **a.model_dump(mode="json")})
+    _withhold(rows, chosen, settings.max_per_annotator)
+    repeats = [f"{where}: {n:,} lines repeat an annotation already read (listed once)"
+               for where, n in sorted(read.repeats.items())]  # fmt: skip
     if as_json:
-        typer.echo(json.dumps({"annotations": rows, "problems": problems}, ensure_ascii=False))
+        answer = {"annotations": rows, "problems": problems, "repeats": read.repeats}
+        typer.echo(json.dumps(answer, ensure_ascii=False))
     else:
         _print(rows)
-    for p in problems:
-        typer.echo(p, err=True)
+    for line in repeats + problems:
+        typer.echo(line, err=True)
     if problems:
         raise typer.Exit(1)
+
+
+def _withhold(rows: list[dict[str, Any]], chosen: list[Any], limit: int) -> None:
+    """Mark ``withheld`` the shown rows past `limit` of one annotator on one episode."""
+    from shopbench.archive.annotations import withheld_ids
+
+    shown = [(r["id"], a) for r, a in zip(rows, chosen, strict=True) if r["state"] == "shown"]
+    past = withheld_ids(shown, limit)
+    for r in rows:
+        if r["id"] in past:
+            r["state"] = "withheld"
 
 
 def _print(rows: list[dict[str, Any]]) -> None:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
 from shopbench.archive.annotations import AnnotationBook
-from shopbench.archive.api.annotated import by_turn, label_rows, of_record
+from shopbench.archive.api.annotated import by_turn, label_rows, shown_of
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
@@ -155,11 +155,13 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
         t = index.trajectory(episode_id)
         if t is None:
             raise NotFound(f"no episode {episode_id}")
-        notes = by_turn(of_record(annotations, t))
+        shown = shown_of(annotations, t)
+        notes = by_turn(shown.annotations)
         turns = [{**turn, "annotations": notes.get(turn["number"], [])} for turn in turns_of(t)]
         others = [m for m in index.task_members(t.task_id) if m[0] != t.episode_id]
         return render(index, "episode.html", t=t, turns=turns, criteria=criteria_of(t),
                       outcome=t.outcome, annotations=notes.get(None, []),
+                      withheld=shown.withheld, max_per_annotator=shown.max_per_annotator,
                       diagnosis=t.diagnosis, others=others)  # fmt: skip
 
     @pages.get("/tasks/{task_id}", response_class=HTMLResponse)
