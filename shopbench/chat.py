@@ -12,6 +12,7 @@ miner can forward a request to its model server almost unchanged.
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -36,6 +37,9 @@ MAX_VIEW_IDS = 10
 """Product ids per view_product_information call."""
 MAX_REQUEST_BYTES = 1024 * 1024
 """Bytes of one validator → miner request."""
+MAX_ARGUMENTS_DEPTH = 16
+"""Nesting of objects and arrays in one tool call's arguments (ShoppingBench's tools take
+flat objects of strings and numbers; deeper text is refused before any parser recurses)."""
 
 
 def utf8_size(text: str) -> int:
@@ -99,6 +103,140 @@ def arguments_as_text(value: object) -> object:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
+
+
+# -- tool-call arguments: the one reader ---------------------------------------------------
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer every JSON reader carries exactly (JavaScript's, DuckDB's, Arrow's)."""
+_SAFE_INT_DIGITS = 16
+
+
+class UnreadableArguments(ValueError):
+    """Tool-call arguments that are not a JSON object of finite values nested at most
+    MAX_ARGUMENTS_DEPTH deep; the message is one line saying why."""
+
+
+def load_json(text: str, max_depth: int = MAX_ARGUMENTS_DEPTH) -> Any:
+    """Any JSON value from `text`, refused (:class:`UnreadableArguments`) when it is not
+    JSON, nests deeper than `max_depth` (checked by a linear scan before any parser
+    recurses) or holds a number that is not finite (``NaN``, ``Infinity``, ``1e400``) or an
+    integer too long to read. Never raises anything else."""
+    if _text_depth(text, max_depth) > max_depth:
+        raise UnreadableArguments(f"nested more than {max_depth} levels deep")
+    try:
+        return json.loads(
+            text, parse_constant=_no_constant, parse_float=_finite_float, parse_int=_safe_int
+        )
+    except json.JSONDecodeError as e:
+        raise UnreadableArguments(f"not valid JSON ({e.msg} at {e.pos})") from None
+    except (ValueError, RecursionError) as e:
+        raise UnreadableArguments(f"holds a value JSON cannot carry ({e})") from None
+
+
+def parse_arguments(value: object, max_depth: int = MAX_ARGUMENTS_DEPTH) -> dict[str, Any]:
+    """Tool-call arguments as a dict: the JSON text an agent wrote (or an object already
+    decoded), checked to be a JSON object of finite numbers, strings, booleans and nulls
+    nested at most `max_depth` deep. Empty text is ``{}``.
+
+    This is the one reader of arguments an agent wrote: the environment runs calls through
+    it and every later reader (pages, diffs, exports, training rows, curation) shows or
+    keeps as text what it refuses. Raises :class:`UnreadableArguments`, never anything
+    else, and never recurses deeper than `max_depth` whatever the input.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        try:
+            parsed = load_json(value, max_depth)
+        except UnreadableArguments as e:
+            raise UnreadableArguments(f"arguments are {e}") from None
+    else:
+        parsed = value
+        _check_value(parsed, max_depth)
+    if not isinstance(parsed, dict):
+        raise UnreadableArguments("arguments must be a JSON object of named arguments")
+    return parsed
+
+
+def read_arguments(value: object) -> tuple[dict[str, Any] | None, str | None]:
+    """For readers of a record: ``(arguments, None)`` when :func:`parse_arguments` reads
+    them, else ``(None, why)``; the caller shows or keeps the original text as inert data."""
+    try:
+        return parse_arguments(value), None
+    except UnreadableArguments as e:
+        return None, str(e)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is not a finite number")
+    return number
+
+
+def _safe_int(text: str) -> int:
+    if len(text.lstrip("-")) > _SAFE_INT_DIGITS or abs(number := int(text)) > MAX_SAFE_INTEGER:
+        raise ValueError(f"the integer {clip(text, 24)} is beyond ±2^53, which JSON readers carry")
+    return number
+
+
+def _text_depth(text: str, limit: int) -> int:
+    """The deepest nesting of `[`/`{` in JSON `text` outside strings, counted up to one
+    past `limit` (a linear scan; no recursion)."""
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _check_value(value: object, max_depth: int) -> None:
+    """Refuse a decoded value that JSON cannot carry: too deep, a non-finite number, a key
+    that is not a string, or a type JSON has no name for (iteratively; no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                raise UnreadableArguments(f"arguments are nested more than {max_depth} levels deep")
+            if isinstance(item, dict):
+                if not all(isinstance(k, str) for k in item):
+                    raise UnreadableArguments("argument names must be strings")
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise UnreadableArguments(f"arguments hold {item}, not a finite number")
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if abs(item) > MAX_SAFE_INTEGER:
+                raise UnreadableArguments("arguments hold an integer beyond ±2^53")
+        elif item is not None and not isinstance(item, str | int | bool):
+            raise UnreadableArguments(f"arguments hold a {type(item).__name__}, not a JSON value")
 
 
 class EpisodeLimits(BaseModel):
@@ -172,11 +310,9 @@ class ToolCall(BaseModel):
     function: FunctionCall
 
     def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a dict; raises ValueError when they are not a JSON object."""
-        value = json.loads(self.function.arguments or "{}")
-        if not isinstance(value, dict):
-            raise ValueError("tool arguments must be a JSON object")
-        return value
+        """The arguments as a dict (:func:`parse_arguments`); raises UnreadableArguments
+        (a ValueError) when they are not a readable JSON object."""
+        return parse_arguments(self.function.arguments)
 
 
 class AssistantMessage(BaseModel):

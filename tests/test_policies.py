@@ -338,7 +338,7 @@ def test_the_adversaries_are_made_by_name_and_left_out_of_the_default_sets() -> 
         honesty,
     )
 
-    assert set(SERVABLE_ADVERSARIES) == {"paraphraser", "liar"}
+    assert set(SERVABLE_ADVERSARIES) == {"paraphraser", "liar", "copycat", "padder", "vandal"}
     assert not set(SERVABLE_ADVERSARIES) & (set(POLICY_NAMES) | set(SERVABLE_POLICIES))
     for name in SERVABLE_ADVERSARIES:
         check_spec(name)

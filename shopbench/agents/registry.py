@@ -24,16 +24,19 @@ from shopbench.agents.reference import (
     BlufferPolicy,
     CarefulPolicy,
     CarefulTersePolicy,
+    CopycatPolicy,
     GreedyPolicy,
     GuesserPolicy,
     LiarPolicy,
     NarratorPolicy,
     NarratorQuotingPolicy,
     OfflinePolicy,
+    PadderPolicy,
     ParaphraserPolicy,
     RandomPolicy,
     ScriptedPolicy,
     TrialAndErrorPolicy,
+    VandalPolicy,
 )
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
 
@@ -58,9 +61,11 @@ REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
 })
 """Every reference policy of the default sets by name, in the order listings show them."""
 ADVERSARY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p for p in (ParaphraserPolicy, LiarPolicy)
+    p.name: p
+    for p in (ParaphraserPolicy, LiarPolicy, CopycatPolicy, PadderPolicy, VandalPolicy)
 })
-"""Attacks on curation, made by name (``make_policy``, an arena's ``--policies``) but left out
+"""Attacks on curation, the weights and the archive's readers, made by name (``make_policy``,
+an arena's ``--policies``) but left out
 of every default set (:data:`POLICY_NAMES`, the arena's miners, calibration, the benches),
 whose measured figures they would shift."""
 _BY_NAME: Mapping[str, type[ScriptedPolicy]] = MappingProxyType(

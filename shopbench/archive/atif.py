@@ -35,7 +35,7 @@ import pyarrow as pa
 import shopbench
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
-from shopbench.chat import ChatMessage, ToolCall
+from shopbench.chat import ChatMessage, ToolCall, read_arguments
 from shopbench.records.binding import bind_tool_messages
 from shopbench.records.trajectory import Timings, ToolLogEntry, Trajectory, TurnFailure
 
@@ -107,21 +107,13 @@ def _message_turns(t: Trajectory) -> list[int]:
     return [n for n in range(1, t.turns + 1) if n not in silent]
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 def _arguments(call: ToolCall) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The call's arguments as ATIF's object, and the tool call's extra: the text the model
     wrote, when it is not a JSON object. ``NaN`` and ``Infinity``, which Python's reader takes
     and a JSON dump would turn into ``null``, make the text not JSON."""
     text = call.function.arguments
-    try:
-        value = json.loads(text or "{}", parse_constant=_no_constant)
-    except ValueError as e:  # JSONDecodeError is one
-        return {}, {EXTRA_KEY: {"arguments_text": text, "arguments_error": f"not JSON: {e}"}}
-    if not isinstance(value, dict):
-        why = "the arguments are not a JSON object"
+    value, why = read_arguments(text)
+    if value is None:
         return {}, {EXTRA_KEY: {"arguments_text": text, "arguments_error": why}}
     return value, None
 

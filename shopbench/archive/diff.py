@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shopbench.archive.errors import NotComparable
-from shopbench.chat import clip
+from shopbench.chat import clip, read_arguments
 from shopbench.env.tokens import token_kind
 from shopbench.records.binding import bind_calls
 from shopbench.records.diagnosis import Diagnosis
@@ -68,13 +68,10 @@ def _normalise(value: Any, token_map: Mapping[str, str]) -> Any:
 def normalise_arguments(arguments: str | Mapping[str, Any], token_map: Mapping[str, str]) -> str:
     """`arguments` (JSON text as the agent wrote it, or already parsed) as canonical JSON,
     normalised as the module says, with `token_map` (token → catalog id) resolving tokens."""
-    if isinstance(arguments, str):
-        try:
-            parsed: Any = json.loads(arguments)
-        except json.JSONDecodeError:
-            return json.dumps(arguments.strip())
-    else:
-        parsed = dict(arguments)
+    parsed, _ = read_arguments(arguments)
+    if parsed is None:  # unreadable: compared as the text it is
+        text = arguments if isinstance(arguments, str) else repr(arguments)
+        return json.dumps(text.strip(), ensure_ascii=False)
     return json.dumps(
         _normalise(parsed, token_map), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )

@@ -31,6 +31,7 @@ from shopbench.archive.annotations import AnnotationRead, bound_all, write_annot
 from shopbench.archive.atif import export_atif
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
+from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
 
 DATASET_ROWS_PER_FILE = 100_000
@@ -123,9 +124,8 @@ def export_shoppingbench(table: pa.Table, out: Path) -> Path:
 
 
 def _parameters(arguments: str, name: str, token_map: dict[str, str]) -> Any:
-    try:
-        params = json.loads(arguments)
-    except json.JSONDecodeError:
+    params, _ = read_arguments(arguments)
+    if params is None:
         return arguments  # what the agent sent, as it sent it
     if name == "recommend_product" and isinstance(params, dict):
         ids = params.get("product_ids")

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.chat import EpisodeLimits, cut_utf8, utf8_size
+from shopbench.chat import (
+    EpisodeLimits,
+    UnreadableArguments,
+    cut_utf8,
+    parse_arguments,
+    utf8_size,
+)
 from shopbench.env.errors import (
     ArgumentError,
     EpisodeOverError,
@@ -225,37 +231,21 @@ class Episode:
         return Observation(content=content, error=code)
 
     def _parse_arguments(self, tool: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
-        """The call's arguments as a dict: JSON text parsed, size and names checked."""
+        """The call's arguments as a dict: size checked, then read by the one reader
+        (:func:`~shopbench.chat.parse_arguments`: a JSON object of finite values, nested at
+        most MAX_ARGUMENTS_DEPTH deep), so that what is logged is what a replay reads."""
         cap = self.limits.max_arguments_bytes
-        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-            return {}
-        if isinstance(arguments, str):
-            if len(arguments.encode("utf-8")) > cap:
-                raise ArgumentError(f"{tool}: arguments are longer than the limit of {cap} bytes")
-            try:
-                parsed = json.loads(arguments)
-            except json.JSONDecodeError as e:
-                raise ArgumentError(
-                    f"{tool}: arguments are not valid JSON ({e.msg} at {e.pos})"
-                ) from None
-            except RecursionError:
-                raise ArgumentError(f"{tool}: arguments are nested too deeply to be read") from None
-            if not isinstance(parsed, dict):
-                raise ArgumentError(f"{tool}: arguments must be a JSON object of named arguments")
-            return parsed
-        if not isinstance(arguments, dict):
-            raise ArgumentError(f"{tool}: arguments must be a JSON object of named arguments")
-        if not all(isinstance(k, str) for k in arguments):
-            raise ArgumentError(f"{tool}: argument names must be strings")
-        try:
-            size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8"))
-        except (TypeError, ValueError, RecursionError):
-            raise ArgumentError(
-                f"{tool}: arguments must be JSON values (strings and numbers)"
-            ) from None
-        if size > cap:
+        if isinstance(arguments, str) and len(arguments.encode("utf-8")) > cap:
             raise ArgumentError(f"{tool}: arguments are longer than the limit of {cap} bytes")
-        return arguments
+        try:
+            parsed = parse_arguments(arguments)
+        except UnreadableArguments as e:
+            raise ArgumentError(f"{tool}: {e}") from None
+        if not isinstance(arguments, str):
+            size = len(json.dumps(parsed, ensure_ascii=False).encode("utf-8"))
+            if size > cap:
+                raise ArgumentError(f"{tool}: arguments are longer than the limit of {cap} bytes")
+        return parsed
 
     def _admit(self) -> None:
         """Count the call against its turn; refuse it after the end or over the turn's limit."""
@@ -283,12 +273,21 @@ def _loggable(arguments: Any, cap: int) -> dict[str, Any] | str:
     `cap` UTF-8 bytes (marked with an ellipsis when cut)."""
     if isinstance(arguments, dict):
         try:
-            text = json.dumps(arguments, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            return f"<{len(arguments)} unserialisable arguments>"
-        if not all(isinstance(k, str) for k in arguments):
-            return cut_utf8(text, cap)
+            parse_arguments(arguments)  # JSON carries it exactly: kept as the object
+            text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        except (UnreadableArguments, TypeError, ValueError, RecursionError):
+            return _as_text(arguments, cap)
         return arguments if utf8_size(text) <= cap else cut_utf8(text, cap) + "..."
     if isinstance(arguments, str):
         return arguments if utf8_size(arguments) <= cap else cut_utf8(arguments, cap) + "..."
     return "" if arguments is None else cut_utf8(repr(arguments), cap)
+
+
+def _as_text(arguments: dict[Any, Any], cap: int) -> str:
+    """An object JSON cannot carry exactly, as text a reader sees as it was (``NaN`` stays
+    ``NaN``, never ``null``), cut to `cap` bytes."""
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return f"<{len(arguments)} unserialisable arguments>"
+    return text if utf8_size(text) <= cap else cut_utf8(text, cap) + "..."

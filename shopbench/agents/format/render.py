@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from shopbench.agents.format.markers import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
-from shopbench.chat import ChatMessage
+from shopbench.chat import ChatMessage, read_arguments
 
 _TOOLS_PREAMBLE = (
     "# Tools\n\nYou may call one or more functions to help with the user's request. The "
@@ -36,11 +36,9 @@ def knows_tools(template: str) -> bool:
 
 
 def _arguments(text: str) -> Any:
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError:
-        return text
-    return value if isinstance(value, dict) else text
+    """The arguments as an object where the one reader reads them, else the text as sent."""
+    value, _ = read_arguments(text)
+    return value if value is not None else text
 
 
 def think_block(reasoning: str) -> str:

@@ -7,12 +7,15 @@ every requirement holds (``bluffer``), a cheat that solves tasks offline with th
 hand (``offline``), and agents that never succeed (``guesser``, ``random``). Two attacks on
 curation are played by name only: a paraphrasing sybil that copies the careful shopper's
 decisions (``paraphraser``) and a liar that varies its plan and claims every requirement
-holds of a pick it never checked (``liar``). All see only the messages and the tool schemas,
-and are deterministic for a seed.
+holds of a pick it never checked (``liar``); copies of the careful shopper that must not be
+paid twice (``copycat`` word for word, ``padder`` with one more view of its pick); and a
+vandal whose first turn's arguments are built to break every reader (``vandal``). All see
+only the messages and the tool schemas, and are deterministic for a seed.
 """
 
 from shopbench.agents.reference.bluffer import BlufferPolicy
 from shopbench.agents.reference.careful import CarefulPolicy, CarefulTersePolicy
+from shopbench.agents.reference.copies import CopycatPolicy, PadderPolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
 from shopbench.agents.reference.liar import LiarPolicy
@@ -21,19 +24,23 @@ from shopbench.agents.reference.offline import OfflinePolicy
 from shopbench.agents.reference.paraphraser import ParaphraserPolicy
 from shopbench.agents.reference.script import ScriptedPolicy
 from shopbench.agents.reference.trial import TrialAndErrorPolicy
+from shopbench.agents.reference.vandal import VandalPolicy
 
 __all__ = [
     "BlufferPolicy",
     "CarefulPolicy",
     "CarefulTersePolicy",
+    "CopycatPolicy",
     "GreedyPolicy",
     "GuesserPolicy",
     "LiarPolicy",
     "NarratorPolicy",
     "NarratorQuotingPolicy",
     "OfflinePolicy",
+    "PadderPolicy",
     "ParaphraserPolicy",
     "RandomPolicy",
     "ScriptedPolicy",
     "TrialAndErrorPolicy",
+    "VandalPolicy",
 ]

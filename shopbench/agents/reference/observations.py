@@ -9,13 +9,12 @@ with the environment's own result models (:mod:`shopbench.env.results`).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from shopbench.chat import ChatMessage
+from shopbench.chat import ChatMessage, read_arguments
 from shopbench.env.results import (
     ProductDetails,
     ProductHit,
@@ -113,11 +112,7 @@ def _result(name: str, arguments: str, text: str) -> CallResult:
 # Parsing is cached by text: a policy re-reads the same observations on every turn.
 @lru_cache(maxsize=4096)
 def _arguments(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return dict(value) if isinstance(value, dict) else {}
+    return dict(read_arguments(text)[0] or {})
 
 
 @lru_cache(maxsize=2048)

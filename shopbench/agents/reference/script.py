@@ -44,7 +44,8 @@ MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this r
 class Step:
     """One turn: what the agent thinks, says, and which tools it calls."""
 
-    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    """(tool, arguments): an object, sent as JSON text, or text sent exactly as written."""
     reasoning: str | None = None
     content: str | None = None
 
@@ -72,7 +73,10 @@ def to_message(step: Step, turn: int) -> AssistantMessage:
     calls = [
         ToolCall(
             id=f"call_{turn}_{i}",
-            function=FunctionCall(name=name, arguments=json.dumps(args, ensure_ascii=False)),
+            function=FunctionCall(
+                name=name,
+                arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+            ),
         )
         for i, (name, args) in enumerate(step.calls, start=1)
     ]

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -30,6 +29,7 @@ import pydantic_core
 
 from shopbench.archive.atif import atif_lines, load_atif
 from shopbench.archive.layout import SCHEMA, from_table, record_dicts
+from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
 
 FORMATS = ("json", "jsonl", "parquet", "trl", "eval", "atif")
@@ -159,13 +159,8 @@ def _inspect_messages(t: Trajectory) -> list[Any]:
                 parts.append(ContentText(text=m.content))
             calls = []
             for c in m.tool_calls or []:
-                try:
-                    arguments = json.loads(c.function.arguments or "{}")
-                    error = None
-                except json.JSONDecodeError as e:
-                    arguments, error = {}, f"not JSON: {e}"
-                if not isinstance(arguments, dict):
-                    arguments, error = {}, "the arguments are not a JSON object"
+                parsed, error = read_arguments(c.function.arguments)
+                arguments = parsed if parsed is not None else {}
                 calls.append(ToolCall(
                     id=c.id, function=c.function.name, arguments=arguments, parse_error=error,
                 ))  # fmt: skip

@@ -20,7 +20,7 @@ from shopbench.archive.api.annotated import by_turn, label_rows, shown_of
 from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
-from shopbench.archive.api.templating import env, pretty
+from shopbench.archive.api.templating import env, pretty, unreadable
 from shopbench.archive.errors import NotFound
 from shopbench.archive.filters import TraceFilter, allowed_values
 from shopbench.records.binding import BoundCall, bind_calls
@@ -84,6 +84,7 @@ def turns_of(t: Trajectory) -> list[dict[str, Any]]:
         bound = by_turn.get(index, [])
         calls = [
             {"id": c.call_id, "name": c.name, "arguments": pretty(c.arguments),
+             "unreadable": unreadable(c.arguments),
              "observation": pretty(t.messages[c.answer].content if c.answer is not None
                                    else None),
              "answered": c.answer is not None, "verified": c.log is not None}

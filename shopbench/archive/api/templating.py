@@ -11,18 +11,30 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from shopbench.chat import UnreadableArguments, load_json, read_arguments
+
 COLLAPSE_CHARS = 400
 """Longer arguments and observations start collapsed."""
+PRETTY_DEPTH = 64
+"""Nesting indented at most (the validator's observations nest a few levels)."""
 
 
 def pretty(text: str | None) -> str:
-    """JSON text indented for reading; other text as it is."""
+    """JSON text indented for reading when the bounded reader reads it
+    (:func:`~shopbench.chat.load_json`: no depth or number can break it); any other text,
+    such as arguments no reader can trust, as it is."""
     if not text:
         return ""
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except (json.JSONDecodeError, TypeError):
+        parsed = load_json(text, PRETTY_DEPTH)
+    except UnreadableArguments:
         return text
+    return json.dumps(parsed, indent=2, ensure_ascii=False)
+
+
+def unreadable(text: str | None) -> str | None:
+    """Why arguments an agent wrote cannot be read (shown beside them as a note), or None."""
+    return read_arguments(text)[1] if text else None
 
 
 env = Environment(
@@ -34,4 +46,5 @@ env = Environment(
 )
 """The one environment every template renders in."""
 env.filters["pretty"] = pretty
+env.filters["unreadable"] = unreadable
 env.globals["COLLAPSE_CHARS"] = COLLAPSE_CHARS

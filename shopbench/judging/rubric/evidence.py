@@ -14,10 +14,10 @@ search against what the agent could know (:mod:`grounding`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from shopbench.chat import read_arguments
 from shopbench.judging.record import MAX_JUDGED_TEXT_BYTES, JudgedRecord, read_record, turn_text
 from shopbench.judging.rubric.claims import TextReader
 from shopbench.judging.rubric.decisions import decide
@@ -37,13 +37,7 @@ def _split_ids(value: Any) -> list[str]:
 
 
 def _args(entry_args: dict[str, Any] | str) -> dict[str, Any]:
-    if isinstance(entry_args, dict):
-        return entry_args
-    try:
-        parsed = json.loads(entry_args)
-    except (json.JSONDecodeError, RecursionError):
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return read_arguments(entry_args)[0] or {}
 
 
 def _on_target(q: str, hits: list[str], know: Knowledge) -> bool:
