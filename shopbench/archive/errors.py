@@ -2,9 +2,10 @@
 
 :class:`ArchiveError` is the root. :class:`SinkError` and its subclasses say the archive cannot
 store, read, query or fetch trajectories (a refused record, a segment or object store that
-fails, an unsafe name from a source, a malformed filter); :class:`AnnotationRefused` an
-annotation that is not made; :class:`NotComparable` two episodes a diff will not compare;
-:class:`NotFound` is the HTTP API's 404, an id the archive does not publish.
+fails, an unsafe name or a symbolic link, a stale head, a malformed filter);
+:class:`AnnotationRefused` an annotation that is not made; :class:`NotComparable` two
+episodes a diff will not compare; :class:`NotFound` is the HTTP API's 404, an id the archive
+does not publish.
 """
 
 from __future__ import annotations
@@ -69,6 +70,16 @@ class FilterError(SinkError):
 
 class UnsafePath(SinkError):
     """A name from a source that is not one of the archive's own paths; never followed."""
+
+
+class LinkRefused(UnsafePath):
+    """A symbolic link where a pull writes (inside its destination) or reads (inside a local
+    source folder): refused, never followed. The message names the link."""
+
+
+class StaleHead(SinkError):
+    """A validator's signed head older than the reader accepts (``traces pull
+    --max-head-age``), or no head to date the source by; nothing is pulled."""
 
 
 class AnnotationRefused(ArchiveError):

@@ -7,13 +7,17 @@ folder until :func:`shard_path` has accepted it as one of the archive's own part
 empty, ``.`` or ``..`` segment, no absolute or drive path, no backslash, at most
 :data:`MAX_PATH_CHARS` characters— and :func:`inside` has then confirmed that the joined
 path, links resolved, stays under the folder. A name that fails is reported in the form
-:func:`shown` gives it (escaped, cut), and nothing is written for it.
+:func:`shown` gives it (escaped, cut), and nothing is written for it. Where no link may be
+met at all (what a pull writes, what it reads from a local source folder), :func:`first_link`
+finds one without following it.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 
 from shopbench.archive.errors import UnsafePath
 
@@ -22,11 +26,12 @@ MAX_PATH_CHARS = 512
 
 SHARD_PATH = re.compile(
     r"validator=[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
-    r"/date=\d{4}-\d{2}-\d{2}"
+    r"/date=[0-9]{4}-[0-9]{2}-[0-9]{2}"
     r"/intent=[a-z][a-z_]{0,31}"
     r"/[A-Za-z0-9][A-Za-z0-9_.-]{0,199}\.parquet"
 )
-"""The relative path of a sealed shard under an archive root (the store's partition tree)."""
+"""The relative path of a sealed shard under an archive root (the store's partition tree):
+ASCII throughout (``[0-9]``, never ``\\d``, which also matches digits of other scripts)."""
 
 HOTKEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 """What a validator's hotkey looks like where it becomes a folder or a file name."""
@@ -79,3 +84,20 @@ def partition_of_path(path: str) -> dict[str, str]:
         if sep:
             out[key] = value
     return out
+
+
+def first_link(root: Path, relative: str) -> Path | None:
+    """The first part of ``root / relative`` below `root` that is a symbolic link, each part
+    examined with ``lstat`` (never followed), or None. A part that does not exist ends the
+    walk: nothing below it exists to be a link. `root` itself is not examined (the caller
+    chose it)."""
+    here = root
+    for part in PurePosixPath(relative).parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        if stat.S_ISLNK(mode):
+            return here
+    return None
