@@ -68,6 +68,7 @@ def serve_command(
     rate: float = _API.option("rate_per_s", "--rate"),
     burst: int = _API.option("burst", "--burst"),
     page_size: int = _API.option("page_size", "--page-size"),
+    header_timeout: float = _API.option("header_timeout_s", "--header-timeout"),
     trusted_proxies: list[str] = _API.option(
         "trusted_proxies", "--trusted-proxy", default=[],
         help="a reverse proxy's address or CIDR network whose X-Forwarded-For is read as the "
@@ -85,7 +86,7 @@ def serve_command(
         import uvicorn
 
         from shopbench.archive.api.app import create_app
-        from shopbench.archive.api.server import proxy_options
+        from shopbench.archive.api.server import uvicorn_options
     except ImportError as e:
         raise ArchiveError(
             f"traces serve needs the api extra: pip install -e '.[api]' ({e})"
@@ -102,15 +103,13 @@ def serve_command(
         typer.echo(LIFTED_WARNING.format(root=folder), err=True)
     config = _API.build(
         root=str(folder), rate_per_s=rate, burst=burst, page_size=page_size,
-        trusted_proxies=tuple(trusted_proxies),
+        trusted_proxies=tuple(trusted_proxies), header_timeout_s=header_timeout,
     )  # fmt: skip
     app = create_app(
         config, index=_index(config, validator), annotations=annotation_book(folder, annotators)
     )
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
-    uvicorn.run(
-        app, host=host, port=port, log_level="warning", **proxy_options(config.trusted_proxies)
-    )
+    uvicorn.run(app, host=host, port=port, log_level="warning", **uvicorn_options(config))
 
 
 def _index(config: ApiConfig, validator: str | None) -> Any:

@@ -32,6 +32,16 @@ class ApiConfig(BaseModel):
         default=1000, ge=1, description="most episodes in one Inspect .eval export"
     )
     threads: int = Field(default=2, ge=1, description="DuckDB threads")
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=600,
+        description="seconds a connection has to send a complete request header (from "
+        "opening, or from the previous response) before it is answered 408 and closed; "
+        "bounds slow-header (slowloris) clients",
+    )  # fmt: skip
+    keep_alive_s: int = Field(
+        default=5, ge=1, le=600,
+        description="seconds an idle kept-alive connection is held open between requests",
+    )  # fmt: skip
     trusted_proxies: tuple[str, ...] = Field(
         default=(),
         description="addresses or networks (CIDR) of reverse proxies in front of the service; "
