@@ -328,6 +328,7 @@ class Arena:
                     asr=round(sum(m.successes for m in mine) / tasks, 4) if tasks else 0.0,
                     process_score=round(process, 4), ema=round(score.ema, 6) if score else 0.0,
                     weight=round(stored.get(uid, 0) / total, 6) if total else 0.0,
+                    copy_of=mine[-1].copy_of,
                 )
             )  # fmt: skip
         rows = await self._name_external(rows, validator)

@@ -170,6 +170,8 @@ class MinerRow(BaseModel):
     process_score: float
     ema: float
     weight: float
+    copy_of: int | None = None
+    """The uid whose decisions this miner copied in its last round (its score counted 0)."""
 
 
 def parse_added(specs: Sequence[str]) -> list[AddedMiner]:

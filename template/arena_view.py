@@ -112,13 +112,15 @@ class RichView:
         table = Table(title="leaderboard", title_justify="left")
         for name, justify in (
             ("uid", "right"), ("policy", "left"), ("episodes", "right"), ("ASR", "right"),
-            ("process", "right"), ("EMA", "right"), ("weight", "right"),
+            ("process", "right"), ("EMA", "right"), ("weight", "right"), ("copy of", "right"),
         ):  # fmt: skip
             table.add_column(name, justify=justify)  # type: ignore[arg-type]
         for r in rows:
+            copy_of = r.get("copy_of")
             table.add_row(
                 str(r["uid"]), r["policy"], str(r["episodes"]), f"{r['asr']:.2f}",
                 f"{r['process_score']:.2f}", f"{r['ema']:.3f}", f"{r['weight']:.3f}",
+                "" if copy_of is None else f"uid {copy_of}",
             )  # fmt: skip
         self.console.print(table)
 

@@ -82,7 +82,8 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     report = json.loads((out / "arena.json").read_text())
     rows = report["miners"]
     assert [set(r) for r in rows] == [
-        {"uid", "hotkey", "policy", "episodes", "asr", "process_score", "ema", "weight"}
+        {"uid", "hotkey", "policy", "episodes", "asr", "process_score", "ema", "weight",
+         "copy_of"}
     ] * 4
     by_policy = {r["policy"]: r for r in rows}
     assert set(by_policy) == {"careful", "guesser", "random", "external:reference/careful"}

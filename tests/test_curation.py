@@ -139,7 +139,13 @@ def test_curate_measures_every_rule_against_the_true_policies(
     assert report["dishonest_removal_recall"] == 1.0
     rules = report["rules"]
     honest_dropped = {r: e["truth"]["honest"] for r, e in rules.items() if e["truth"]["honest"]}
-    assert honest_dropped == {"clones": len(played[11]), "duplicates": len(played[10])}
+    # trial_and_error's episodes whose first try opened what careful opened and changed no
+    # pick are careful's decisions plus a search: duplicates too (its misses are its own).
+    trial = report["duplicates_per_miner"].get(_miner(1), {"dropped": 0, "of": {}})
+    assert trial["dropped"] <= len(played[1]) // 3 and set(trial["of"]) <= {_miner(0)}
+    assert honest_dropped == {
+        "clones": len(played[11]), "duplicates": len(played[10]) + trial["dropped"],
+    }  # fmt: skip
     assert report["duplicates_per_miner"][_miner(10)]["of"] == {_miner(0): len(played[10])}
     assert report["honest_retention"] == round(1 - len(played[11]) / (4 * len(played[0])), 4)
     dishonest = 4 * len(played[3])
@@ -154,7 +160,7 @@ def test_curate_measures_every_rule_against_the_true_policies(
         "clones": len(played[11]), "duplicates": len(played[10]),
     }
     assert not set(policies["careful"]["dropped_by_rule"]) & {"claims", "duplicates"}
-    assert not set(policies["trial_and_error"]["dropped_by_rule"]) & {"claims", "duplicates"}
+    assert "claims" not in policies["trial_and_error"]["dropped_by_rule"]
     assert policies["trial_and_error"]["recovery"] >= 1
     assert report["contaminated"][str(test_set)]["contaminated"] == 0
     assert report["contaminated"][str(test_set)]["test_queries"] == 250
@@ -328,7 +334,9 @@ def test_shortest_success_then_near_duplicates_then_caps(
     assert _curate("--archive", str(root), "--out", str(out)) == 0
     plain = json.loads((out / "report.json").read_text())
     kept_careful = plain["kept_per_miner"][_miner(0)]
-    assert plain["dropped_by_rule"]["duplicates"] == kept_careful  # the same decisions
+    trial = plain["duplicates_per_miner"].get(_miner(1), {"dropped": 0})["dropped"]
+    assert trial <= len(played[1]) // 3  # a first try that changed nothing: careful's decisions
+    assert plain["dropped_by_rule"]["duplicates"] == kept_careful + trial  # the same decisions
     assert plain["duplicates_per_miner"][_miner(0)]["of"] == {_miner(0): kept_careful}
     cfg = _write(tmp_path / "d.toml", "[duplicates]\nenabled = false\n")
     out = tmp_path / "text"

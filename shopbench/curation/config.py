@@ -167,10 +167,12 @@ class DuplicatesParams(_Section):
     """Episodes of one task with the same decisions (whatever their wording): one is kept,
     that of the miner seen first (first block, then uid), else the earliest started."""
 
-    compare: Literal["calls", "picks"] = Field(
-        default="calls",
-        description="calls: every call's name and normalised arguments (catalog ids, text "
-        "folded) and the picks; picks: the products opened and the picks",
+    compare: Literal["decisions", "calls", "picks"] = Field(
+        default="decisions",
+        description="decisions: the products opened (one set), the picks, the refused calls, "
+        "and searches where one episode's contain the other's (shopbench.records.decisions, "
+        "as the weights group copies); calls: every call's name and normalised arguments and "
+        "the picks, exactly; picks: the products opened and the picks",
     )
 
 

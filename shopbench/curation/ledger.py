@@ -52,6 +52,7 @@ LEDGER_SCHEMA = pa.schema([
     ("skeleton", pa.string()),
     ("fingerprint", pa.string()),
     ("decision", pa.string()),
+    ("searches", pa.list_(pa.string())),
     ("started", pa.float64()),
     ("claimed", pa.bool_()),
     ("refuted", pa.string()),
@@ -62,6 +63,10 @@ LEDGER_SCHEMA = pa.schema([
 ])  # fmt: skip
 
 _LIVE = "drop_rule IS NULL"
+_DUPLICATES = pa.schema([
+    ("seq", pa.int64()), ("of_miner", pa.string()), ("of_episode", pa.string()),
+    ("why", pa.string()), ("miner", pa.string()), ("episode_id", pa.string()),
+])  # fmt: skip
 
 
 class Ledger:
@@ -209,28 +214,43 @@ class Ledger:
             self._drop("claims", "claims_why IS NOT NULL", "claims_why")
 
     def _duplicates(self) -> None:
-        """Of the live episodes of one task with one decision key, keep that of the miner
+        """Of the live episodes of one task with the same decisions, keep that of the miner
         seen first (its first block, then its uid, then its first episode's start), and of
-        that miner's the earliest started; drop the others naming the kept one."""
-        self.db.execute(
+        that miner's the earliest started; drop the others naming the kept one. Decisions
+        are the same when their keys are equal and, where searches are recorded
+        (``compare = "decisions"``), one episode's searches contain the other's: each
+        episode is compared, in that order, with the episodes of its task kept so far."""
+        rows = self.rows(
             f"""
-            CREATE OR REPLACE TEMP TABLE seen AS
-            SELECT miner, min(block) AS block, min(uid) AS uid, min(started) AS started
-            FROM ep GROUP BY miner;
-            CREATE OR REPLACE TEMP TABLE t AS
-            WITH live AS (
-                SELECT e.seq, e.task_id, e.decision, first_value(e.seq) OVER (
-                    PARTITION BY e.task_id, e.decision
-                    ORDER BY s.block NULLS LAST, s.uid NULLS LAST, s.started NULLS LAST,
-                             e.miner, e.started NULLS LAST, e.seq) AS keep
-                FROM ep e JOIN seen s ON s.miner = e.miner
-                WHERE e.{_LIVE} AND e.decision IS NOT NULL)
-            SELECT l.seq, k.miner AS of_miner, k.episode_id AS of_episode,
-                   printf('same decisions as %s, kept, on this task', k.episode_id) AS why
-            FROM live l JOIN ep k ON k.seq = l.keep WHERE l.seq <> l.keep;
-            INSERT INTO dups SELECT t.seq, e.miner, t.of_miner, e.episode_id, t.of_episode
-            FROM t JOIN ep e ON e.seq = t.seq;
-            """
+            WITH seen AS (
+                SELECT miner, min(block) AS block, min(uid) AS uid, min(started) AS started
+                FROM ep GROUP BY miner)
+            SELECT e.seq, e.task_id, e.decision, e.searches, e.miner, e.episode_id
+            FROM ep e JOIN seen s ON s.miner = e.miner
+            WHERE e.{_LIVE} AND e.decision IS NOT NULL
+            ORDER BY e.task_id, e.decision, s.block NULLS LAST, s.uid NULLS LAST,
+                     s.started NULLS LAST, e.miner, e.started NULLS LAST, e.seq"""
+        )
+        dropped: list[dict[str, Any]] = []
+        kept: list[tuple[Any, ...]] = []
+        group: tuple[Any, Any] | None = None
+        for seq, task, decision, searches, miner, episode in rows:
+            if (task, decision) != group:
+                group, kept = (task, decision), []
+            mine = set(searches or ())
+            match = next((k for k in kept if k[0] <= mine or mine <= k[0]), None)
+            if match is None:
+                kept.append((mine, miner, episode))
+                continue
+            dropped.append({
+                "seq": seq, "of_miner": match[1], "of_episode": match[2],
+                "why": f"same decisions as {match[2]}, kept, on this task",
+                "miner": miner, "episode_id": episode,
+            })  # fmt: skip
+        dup_found = pa.Table.from_pylist(dropped, schema=_DUPLICATES)  # noqa: F841 (read by DuckDB)
+        self.db.execute("CREATE OR REPLACE TEMP TABLE t AS SELECT * FROM dup_found")
+        self.db.execute(
+            "INSERT INTO dups SELECT seq, miner, of_miner, episode_id, of_episode FROM t"
         )
         self._drop_from("duplicates", "t")
 

@@ -27,7 +27,7 @@ from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten
 from shopbench.curation.errors import CurationError, EmptyResult
-from shopbench.curation.features import content_words, decision_key, episode_facts
+from shopbench.curation.features import EpisodeFacts, content_words, decision_key, episode_facts
 from shopbench.curation.heap import settled_heap
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
@@ -51,7 +51,9 @@ from shopbench.curation.source import (
     local_archive,
 )
 from shopbench.curation.truth import Truth
+from shopbench.records.decisions import episode_decisions
 from shopbench.records.trajectory import Trajectory
+from shopbench.scoring.copies import TaskDecisions
 
 WORK_DIR = "_work"
 PULLED_DIR = "_archive"
@@ -66,6 +68,16 @@ class Curator:
         c = cfg.contamination
         self.test_sets = [TestSet.load(p, c) for p in c.test_sets] if c.enabled else []
         self.labels = truth.lookup() if truth is not None else {}
+
+    def _decision(self, t: Trajectory, facts: EpisodeFacts) -> dict[str, Any]:
+        """The ledger's decision columns: with ``compare = "decisions"`` the core of the
+        episode's decisions and its searches' digests (compared by containment), else the
+        exact key of the mode and no searches."""
+        compare = self.cfg.duplicates.compare
+        if compare != "decisions":
+            return {"decision": decision_key(facts, compare), "searches": []}
+        d = TaskDecisions.of(episode_decisions(t))
+        return {"decision": d.core, "searches": d.searches}
 
     def _label(self, hotkey: str | None) -> tuple[str | None, bool | None]:
         return self.labels.get(hotkey or "", (None, None))
@@ -98,7 +110,7 @@ class Curator:
             "failure": t.diagnosis.kind, "turns": t.turns, "policy": policy, "honest": honest,
             "weight": 1.0, "tags": [],
             "fingerprint": facts.reply_fingerprint,
-            "decision": decision_key(facts, cfg.duplicates.compare),
+            **self._decision(t, facts),
             "started": t.timings.started_at,
         }  # fmt: skip
         invalid = (

@@ -15,15 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.judging.llm.release import RELEASE, JudgeRelease
 from shopbench.scoring.combine import CombineRule
+from shopbench.scoring.copies import CopyRules
 from shopbench.scoring.decision_rules import DecisionConfig
 from shopbench.scoring.score import ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.scoring.weights import WeightCurve
 
-SPEC_VERSION = 2
+SPEC_VERSION = 3
 """The release's consensus version, sent as the weights' ``version_key``; bumped with any
 change to a consensus parameter (2: rubric v2 with the decision and claim checks, and the
-round's decision check)."""
+round's decision check; 3: copies of another miner's decisions earn nothing)."""
 
 
 class ConsensusConfig(BaseModel):
@@ -41,6 +42,10 @@ class ConsensusConfig(BaseModel):
     decisions: DecisionConfig = Field(
         default_factory=DecisionConfig,
         description="the round's decision check: picks a trivial rule explains",
+    )
+    copies: CopyRules = Field(
+        default_factory=CopyRules,
+        description="miners whose decisions copy an earlier-registered miner's score zero",
     )
     curve: WeightCurve = Field(default_factory=WeightCurve, description="EMA → weights")
     ema_alpha: float = Field(

@@ -63,6 +63,11 @@ class ValidatorMetrics:
         self.round_seconds = Gauge(p + "round_seconds", "Duration of the last round", registry=r)
         self.miners = Gauge(p + "miners", "Miners played in the last round", registry=r)
         self.archived = Counter(p + "archived", "Trajectories acknowledged by the sink", registry=r)
+        self.copies = Counter(
+            p + "copies",
+            "Miner rounds scored 0 as a copy of an earlier-registered miner's decisions",
+            registry=r,
+        )
 
     def render(self) -> bytes:
         """The metrics in Prometheus' text format."""

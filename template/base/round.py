@@ -40,6 +40,7 @@ from shopbench.judging.judge import Judge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import Judgement
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.scoring.copies import TaskDecisions, round_decisions
 from shopbench.scoring.round import RoundJudge, score_round
 from shopbench.scoring.template_penalty import MinHasher
 from shopbench.tasks.model import Task
@@ -93,6 +94,12 @@ class MinerRound(BaseModel):
     turns: int
     failures: dict[str, int] = Field(description="failed turns and episodes, by reason")
     latency_ms_p50: float | None = Field(description="median miner answer time per turn")
+    decisions: dict[str, TaskDecisions] = Field(
+        default_factory=dict, description="task id → what the miner decided (copy groups)"
+    )
+    copy_of: int | None = Field(
+        default=None, description="the uid whose decisions this miner's copy (score zeroed)"
+    )
 
 
 class RoundResult(BaseModel):
@@ -282,6 +289,7 @@ async def _play_miner(
         turns=sum(t.turns for t in scored),
         failures=dict(sorted(failures.items())),
         latency_ms_p50=round(statistics.median(latencies), 3) if latencies else None,
+        decisions=round_decisions(scored),
     )
     return result, archived
 

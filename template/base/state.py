@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.errors import ShopbenchError
+from shopbench.scoring.copies import CopyBook
 from shopbench.scoring.weights import ScoreBook
 
 STATE_VERSION = 1
@@ -76,6 +77,9 @@ class ValidatorState(BaseModel):
     netuid: int = Field(ge=0)
     round: int = Field(default=0, ge=0, description="rounds completed")
     scores: ScoreBook = Field(default_factory=ScoreBook)
+    copies: CopyBook = Field(
+        default_factory=CopyBook, description="each miner's recent decisions (copy groups)"
+    )
     rotation: RotationState = Field(default_factory=RotationState)
     last_weight_block: int | None = Field(default=None, description="block of the last weights")
     last_weights: dict[int, float] = Field(default_factory=dict)

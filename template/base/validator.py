@@ -345,9 +345,11 @@ class Validator:
         result = await play_round(ctx, self.state.round, self.block, epoch, miners, tasks)
         if self.uploader is not None:
             self.uploader.notify()
+        result = self._score_copies(result)
         alpha = self.config.consensus.ema_alpha
         for m in result.miners:
-            self.state.scores.update(m.uid, m.hotkey, m.score, alpha, m.episodes)
+            score = 0.0 if m.copy_of is not None else m.score
+            self.state.scores.update(m.uid, m.hotkey, score, alpha, m.episodes)
         self.state.round += 1
         await self.maybe_set_weights()
         self.save()
@@ -359,6 +361,35 @@ class Validator:
             extra={"round": result.index, "archived": result.archived},
         )  # fmt: skip
         return result
+
+    def _score_copies(self, result: RoundResult) -> RoundResult:
+        """Remember each miner's decisions and mark those that copy an earlier-registered
+        miner's (:mod:`shopbench.scoring.copies`): their round score goes into the EMA as 0."""
+        rules = self.config.consensus.copies
+        book = self.state.copies
+        if self.metagraph is not None:
+            book.observe({n.uid: n.hotkey for n in self.metagraph.neurons})
+        for m in result.miners:
+            book.record(m.uid, m.hotkey, result.index, m.decisions, rules.window_rounds)
+        registered = {
+            n.uid: n.registered_at
+            for n in (self.metagraph.neurons if self.metagraph is not None else [])
+            if n.registered_at is not None
+        }
+        groups = book.groups(rules, registered)
+        miners = []
+        for m in result.miners:
+            group = groups.get(m.uid)
+            if group is not None:
+                self.metrics.copies.inc()
+                log.info(
+                    "uid %d copies uid %d (the same decisions on %d of %d shared tasks): its"
+                    " round score counts as 0", m.uid, group.of_uid, group.same, group.shared,
+                    extra={"uid": m.uid, "copy_of": group.of_uid},
+                )  # fmt: skip
+                m = m.model_copy(update={"copy_of": group.of_uid})
+            miners.append(m)
+        return result.model_copy(update={"miners": miners})
 
     async def run(self, rounds: int | None = None, stop: asyncio.Event | None = None) -> None:
         """Start, then play rounds (`rounds` of them, or until `stop` is set)."""

@@ -161,6 +161,7 @@ class BittensorChain:
                 stake=float(n.total_stake.amount),
                 validator_permit=n.validator_permit,
                 axon=n.axon,
+                registered_at=getattr(n, "block_at_registration", None),
             )
             for n in graph.neurons
         ]

@@ -18,6 +18,9 @@ class NeuronView(BaseModel):
     stake: float = Field(default=0.0, ge=0, description="total stake, in the subnet's alpha")
     validator_permit: bool = False
     axon: str | None = Field(default=None, description="the served 'ip:port', None if none")
+    registered_at: int | None = Field(
+        default=None, description="the block the uid's hotkey registered at (None: unknown)"
+    )
 
 
 class MetagraphView(BaseModel):
