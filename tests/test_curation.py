@@ -482,3 +482,35 @@ def test_the_liar_loses_every_success_to_the_claims_rule_and_careful_loses_none(
     off = json.loads((out / "report.json").read_text())
     assert off["dropped_by_rule"]["claims"] == 0
     assert off["kept_per_miner"].get(_miner(23), 0) >= len(lucky)
+
+
+def test_a_liar_split_over_hotkeys_below_any_minimum_is_still_dropped(
+    adversaries: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    # The liar's episodes spread over five hotkeys, two claiming episodes each.
+    liar = [
+        sign_trajectory(t.model_copy(update={"miner_uid": 30 + i // 2,
+                                             "miner_hotkey": _miner(30 + i // 2)}), SIGNER)
+        for i, t in enumerate(adversaries[23])
+    ]  # fmt: skip
+    careful = adversaries[20]
+    root = _archive(tmp_path / "archive", [*liar, *careful])
+    truth = _truth(tmp_path / "arena.json", {20: "careful"} | {30 + k: "liar" for k in range(5)})
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--truth", str(truth), "--out", str(out)) in (0, 2)
+    report = json.loads((out / "report.json").read_text())
+    kept = {e.trajectory.miner_uid for e in read_curated(out)}
+    assert 20 in kept and report["policies"]["careful"]["kept"] == len(careful)
+    # A hotkey goes on a single refuted claim among two (no minimum of episodes); one whose
+    # every claim held (two lucky successes) cannot be told from an honest miner's.
+    survivors = kept - {20}
+    assert len(survivors) <= 1 and report["policies"]["liar"]["dropped_by_rule"] == {
+        "claims": len(liar) - 2 * len(survivors)
+    }
+    assert all(t.success for t in liar if t.miner_uid in survivors)
+    # The fixed minimum of the previous release judged none of them.
+    cfg = _write(tmp_path / "fixed.toml", "[claims]\nmin_episodes = 8\n")
+    out = tmp_path / "fixed"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) in (0, 2)
+    fixed = json.loads((out / "report.json").read_text())
+    assert fixed["dropped_by_rule"]["claims"] == 0

@@ -98,15 +98,22 @@ class NarratorParams(_Section):
 
 class ClaimsParams(_Section):
     """Miners whose claims of success the validator's grader refutes too often: all their
-    episodes go (their lucky successes are luck, not checking)."""
+    episodes go (their lucky successes are luck, not checking). Decided per miner with an
+    interval, not a fixed minimum of episodes, so a liar split over many hotkeys with a few
+    episodes each is judged on each: a miner goes when, at `confidence`, its refuted share
+    is above `honest_share` (the Wilson interval's lower bound)."""
 
-    max_refuted_share: float = Field(
-        default=0.25, gt=0, le=1,
-        description="share of a miner's claiming episodes with a refuted claim at or above "
-        "which every episode of the miner is dropped",
+    honest_share: float = Field(
+        default=0.05, ge=0, lt=1,
+        description="refuted share of claims an honest miner stays below (honest reference "
+        "policies: 0 of 232)",
+    )  # fmt: skip
+    confidence: float = Field(
+        default=0.95, ge=0.5, lt=1,
+        description="one-sided confidence that the miner's refuted share exceeds honest_share",
     )  # fmt: skip
     min_episodes: int = Field(
-        default=8, ge=1, description="claiming episodes a miner needs before it is judged"
+        default=1, ge=1, description="claiming episodes a miner needs before it is judged"
     )
     count_unsupported: bool = Field(
         default=True,

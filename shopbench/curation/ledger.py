@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from statistics import NormalDist
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,24 +191,32 @@ class Ledger:
             )  # fmt: skip
 
     def _claims(self, cfg: CurateConfig) -> None:
-        """Flag every valid episode of a miner whose claiming episodes are refuted at least
-        `max_refuted_share` of the time (at least `min_episodes` of them); drop them when
-        the rule is on."""
+        """Flag every valid episode of a miner (with at least `min_episodes` claiming
+        episodes) whose refuted share of claims is, at `confidence`, above `honest_share`:
+        the lower bound of its Wilson score interval is; drop them when the rule is on."""
         p = cfg.claims
+        z = NormalDist().inv_cdf(p.confidence)
         self.db.execute(
             f"""
             CREATE OR REPLACE TEMP TABLE cm AS
-            SELECT miner, count(*) FILTER (claimed) AS n,
-                   count(*) FILTER (claimed AND refuted IS NOT NULL) AS bad
-            FROM ep WHERE r_validity IS NULL GROUP BY miner;
+            WITH c AS (
+                SELECT miner, count(*) FILTER (claimed) AS n,
+                       count(*) FILTER (claimed AND refuted IS NOT NULL) AS bad
+                FROM ep WHERE r_validity IS NULL GROUP BY miner)
+            SELECT miner, n, bad, CASE WHEN n = 0 THEN 0.0 ELSE
+                   (bad / n + {z * z} / (2 * n)
+                    - {z} * sqrt(bad / n * (1 - bad / n) / n + {z * z} / (4 * n * n)))
+                   / (1 + {z * z} / n) END AS low
+            FROM c;
             UPDATE ep SET claims_why = printf(
                 'the grader refutes the claims of %d of the miner''s %d claiming episodes '
-                || '(%d%% >= %d%%); this one: %s', cm.bad, cm.n,
-                floor(100 * cm.bad / cm.n)::INT, ceil(100 * {p.max_refuted_share})::INT,
+                || '(%d%%; at %d%% confidence at least %d%% > %s%%); this one: %s',
+                cm.bad, cm.n, floor(100 * cm.bad / cm.n)::INT, round(100 * {p.confidence})::INT,
+                floor(100 * cm.low)::INT, '{100 * p.honest_share:g}',
                 coalesce(ep.refuted, CASE WHEN ep.claimed THEN 'not refuted'
                                           ELSE 'claims nothing' END))
             FROM cm WHERE ep.miner = cm.miner AND ep.r_validity IS NULL
-              AND cm.n >= {p.min_episodes} AND cm.bad >= {p.max_refuted_share} * cm.n;
+              AND cm.n >= {p.min_episodes} AND cm.low > {p.honest_share};
             """
         )
         if p.enabled:
