@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 import shutil
-from statistics import NormalDist
 from collections.abc import Iterator
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import pyarrow as pa

@@ -44,7 +44,7 @@ MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this r
 class Step:
     """One turn: what the agent thinks, says, and which tools it calls."""
 
-    calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    calls: list[tuple[str, Any]] = field(default_factory=list)
     """(tool, arguments): an object, sent as JSON text, or text sent exactly as written."""
     reasoning: str | None = None
     content: str | None = None
