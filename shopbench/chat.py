@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from shopbench.errors import UnreadableArguments
+
 # -- limits ---------------------------------------------------------------------------------
 
 MAX_TURNS = 30
@@ -111,11 +113,6 @@ def arguments_as_text(value: object) -> object:
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer every JSON reader carries exactly (JavaScript's, DuckDB's, Arrow's)."""
 _SAFE_INT_DIGITS = 16
-
-
-class UnreadableArguments(ValueError):
-    """Tool-call arguments that are not a JSON object of finite values nested at most
-    MAX_ARGUMENTS_DEPTH deep; the message is one line saying why."""
 
 
 def load_json(text: str, max_depth: int = MAX_ARGUMENTS_DEPTH) -> Any:

@@ -14,10 +14,13 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 +===============================+===============================+==================================+
 | ``shopbench.errors`` →        | the base of every family;     | the CLI: one line ``error:       |
 | ShopbenchError;               | ImportRecordError is one      | ...``, exit status 2; ``catalog  |
-| ImportRecordError             | malformed line of an imported | import`` without ``--strict``    |
-|                               | file (file and line named),   | counts and lists bad lines       |
-|                               | shared by catalog import and  |                                  |
-|                               | task files                    |                                  |
+| ImportRecordError;            | malformed line of an imported | import`` without ``--strict``    |
+| UnreadableArguments           | file (file and line named),   | counts and lists bad lines;      |
+|                               | shared by catalog import and  | UnreadableArguments: the         |
+|                               | task files; Unreadable-       | environment, into an error       |
+|                               | Arguments (a ValueError too): | observation; every reader of a   |
+|                               | tool-call arguments no reader | record shows the text as sent    |
+|                               | can trust                     |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``catalog.errors`` →          | a catalog directory, data     | the CLI; SearchError: the shop   |
 | CatalogError (SearchError,    | file or search index is       | tools (``env/tools.py``) turn it |
@@ -68,11 +71,14 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | ArchiveError (SinkError:      | read, query or fetch          | logs a SinkError and goes on;    |
 | RecordRefused, SegmentError,  | trajectories; NotFound: an id | the HTTP API: FilterError 422,   |
 | RemoteError, QueryError,      | the HTTP API does not publish | NotFound 404, SinkError 503;     |
-| FilterError, UnsafePath;      |                               | curation re-raises a SinkError   |
-| NotFound; AnnotationRefused;  | AnnotationRefused: an         | as a CurationError; the CLI says |
-| NotComparable)                | annotation not made;          | why an annotation is refused;    |
-|                               | NotComparable: two episodes a | the HTTP API: NotComparable 422  |
-|                               | diff will not compare         |                                  |
+| FilterError, UnsafePath,      |                               | curation re-raises a SinkError   |
+| LinkRefused, StaleHead;       | AnnotationRefused: an         | as a CurationError; the CLI says |
+| NotFound; AnnotationRefused;  | annotation not made;          | why an annotation is refused;    |
+| NotComparable)                | NotComparable: two episodes a | the HTTP API: NotComparable 422; |
+|                               | diff will not compare;        | the CLI: LinkRefused, StaleHead  |
+|                               | LinkRefused: a link where a   | (a pull writes nothing)          |
+|                               | pull would write; StaleHead:  |                                  |
+|                               | a head older than asked       |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``verify.errors`` →           | a verification cannot run as  | the CLI; a record naming a       |
 | VerifyError                   | asked: no archive, a catalog  | rubric version this release      |
@@ -158,3 +164,9 @@ class ImportRecordError(ShopbenchError):
         self.path = path
         self.line = line
         self.reason = reason
+
+
+class UnreadableArguments(ShopbenchError, ValueError):
+    """Tool-call arguments that are not a JSON object of finite values nested at most
+    ``chat.MAX_ARGUMENTS_DEPTH`` deep (:func:`shopbench.chat.parse_arguments`); the
+    message is one line saying why."""
