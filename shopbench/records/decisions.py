@@ -27,11 +27,12 @@ search that opened nothing new and changed no pick is not a decision.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from shopbench.chat import read_arguments
 from shopbench.records.binding import result_digest
@@ -80,15 +81,16 @@ def episode_decisions(t: Trajectory) -> Decisions:
     opened: set[str] = set()
     errors: set[str] = set()
     for entry in t.tool_log:
-        normalised = normalise_call(entry.name, entry.arguments, tm)
         if entry.error is not None:
-            errors.add(normalised)
-        elif entry.name in SEARCHES and entry.result_digest == _NOTHING:
-            errors.add("found nothing:" + normalised)
+            errors.add(normalise_call(entry.name, entry.arguments, tm))
         elif entry.name in SEARCHES:
-            searches.add(normalised)
+            normalised = normalise_call(entry.name, entry.arguments, tm)
+            if entry.result_digest == _NOTHING:
+                errors.add("found nothing:" + normalised)
+            else:
+                searches.add(normalised)
         elif entry.name == VIEW:
-            args, _ = read_arguments(entry.arguments)
+            args = entry.arguments if isinstance(entry.arguments, dict) else None
             opened.update(tm.get(p, p) for p in _ids((args or {}).get("product_ids")))
     picks = tuple(p or "" for p in t.recommended_ids)
     return Decisions(frozenset(searches), frozenset(opened), picks, frozenset(errors))
@@ -97,13 +99,18 @@ def episode_decisions(t: Trajectory) -> Decisions:
 def normalise_call(name: str, arguments: dict[str, Any] | str, token_map: Mapping[str, str]) -> str:
     """`name` and its arguments as one comparable line: keys sorted, tokens mapped to
     catalog ids, text case- and space-folded; unreadable arguments as their folded text."""
-    args, _ = read_arguments(arguments)
-    text = (
-        json.dumps(args, sort_keys=True, ensure_ascii=False)
-        if args is not None
-        else (arguments if isinstance(arguments, str) else repr(arguments))
-    )
-    text = _TOKEN.sub(lambda m: token_map.get(m.group(0), m.group(0)), text)
+    # A logged object was read by the environment already; text is read by the one reader.
+    args = arguments if isinstance(arguments, dict) else read_arguments(arguments)[0]
+    text: str | None = None
+    if args is not None:
+        try:
+            text = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+        except (orjson.JSONEncodeError, TypeError):  # beyond 64-bit integers, NaN, depth
+            text = None
+    if text is None:
+        text = arguments if isinstance(arguments, str) else repr(arguments)
+    if token_map:
+        text = _TOKEN.sub(lambda m: token_map.get(m.group(0), m.group(0)), text)
     return f"{name}:{' '.join(text.casefold().split())}"
 
 

@@ -59,7 +59,7 @@ class TaskDecisions(BaseModel):
     @classmethod
     def of(cls, d: Decisions) -> TaskDecisions:
         """The digests of `d`."""
-        return cls(
+        return cls.model_construct(  # built from checked parts: no validation to pay for
             core=d.core()[:_DIGEST_CHARS],
             searches=sorted(_digest(s) for s in d.searches),
             empty=not (d.searches or d.opened or any(d.picks)),
