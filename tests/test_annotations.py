@@ -27,7 +27,6 @@ from shopbench.archive.annotations import (
     MAX_NOTE_CHARS,
     Annotation,
     AnnotationBook,
-    AnnotationSettings,
     annotate,
     append_annotation,
     read_annotations,
@@ -39,6 +38,7 @@ from shopbench.archive.manifest import sha256_file
 from shopbench.archive.reader import list_archive
 from shopbench.archive.store import read_store
 from shopbench.cli import main
+from shopbench.commands.archive import annotation_book
 from shopbench.records.trajectory import Trajectory
 from template.base.neuron import write_local_wallet
 from template.signing import HotkeySigner, HotkeyVerifier
@@ -221,8 +221,6 @@ def test_the_api_and_the_pages_show_the_annotations(
 def test_the_service_can_show_only_the_annotators_it_names(
     annotated: tuple[Path, Trajectory, dict[str, str]], wallets: Path
 ) -> None:
-    from shopbench.commands.archive import annotation_book
-
     root, t, _ = annotated
     assert _annotate(root, wallets, t.episode_id, "--label", "interesting",
                      who="annotator-b").exit_code == 0  # fmt: skip
@@ -521,7 +519,8 @@ def test_each_annotator_shows_at_most_the_cap_on_an_episode(root: Path, wallets:
         assert {i["episode_id"]: i["annotations"] for i in items}[t.episode_id] == 21
 
     config = ApiConfig(root=str(root), burst=10_000, rate_per_s=1000)
-    small = AnnotationBook(root, HotkeyVerifier(), settings=AnnotationSettings(max_per_annotator=2))
+    small = annotation_book(root, (), 2)  # what `traces serve --max-per-annotator 2` builds
+    assert "--max-per-annotator" in _cli("serve", "--help").stdout
     with TestClient(create_app(config, annotations=small)) as client:
         body = _shown(client, t.episode_id)
     assert [x["id"] for x in body["annotations"]] == [*earliest[:2], b.id]

@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from shopbench.archive.annotations import MAX_PER_ANNOTATOR
 from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.errors import ArchiveError
 from shopbench.archive.remote import ArchiveSource
@@ -79,6 +80,11 @@ def serve_command(
         help="show only this annotator hotkey's annotations (repeat for several); by default "
         "every validly signed annotation is shown, with its hotkey",
     ),  # fmt: skip
+    max_per_annotator: int = typer.Option(
+        MAX_PER_ANNOTATOR, "--max-per-annotator", min=1, max=10_000,
+        help="the most annotations of one annotator shown on one episode (the earliest by "
+        "signed time); how many more are withheld is shown",
+    ),  # fmt: skip
     source: ArchiveSource | None = None,
 ) -> None:
     """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
@@ -106,7 +112,8 @@ def serve_command(
         trusted_proxies=tuple(trusted_proxies), header_timeout_s=header_timeout,
     )  # fmt: skip
     app = create_app(
-        config, index=_index(config, validator), annotations=annotation_book(folder, annotators)
+        config, index=_index(config, validator),
+        annotations=annotation_book(folder, annotators, max_per_annotator),
     )
     typer.echo(f"serving {folder} at http://{host}:{port}/ (API: http://{host}:{port}/docs)")
     uvicorn.run(app, host=host, port=port, log_level="warning", **uvicorn_options(config))
@@ -127,13 +134,17 @@ def _index(config: ApiConfig, validator: str | None) -> Any:
     return index
 
 
-def annotation_book(folder: Path, annotators: Sequence[str] = ()) -> Any:
+def annotation_book(
+    folder: Path, annotators: Sequence[str] = (), max_per_annotator: int = MAX_PER_ANNOTATOR
+) -> Any:
     """The annotations beside the folder the service shows, each line verified by its
-    annotator's hotkey (only `annotators`' when given)."""
-    from shopbench.archive.annotations import AnnotationBook
+    annotator's hotkey (only `annotators`' when given), at most `max_per_annotator` of one
+    annotator shown on an episode."""
+    from shopbench.archive.annotations import AnnotationBook, AnnotationSettings
     from template.signing import HotkeyVerifier
 
-    return AnnotationBook(folder, HotkeyVerifier(), annotators=annotators)
+    settings = AnnotationSettings(max_per_annotator=max_per_annotator)
+    return AnnotationBook(folder, HotkeyVerifier(), annotators=annotators, settings=settings)
 
 
 def serve_hint(archive: Path) -> str:
