@@ -17,13 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.chat import (
-    EpisodeLimits,
-    UnreadableArguments,
-    cut_utf8,
-    parse_arguments,
-    utf8_size,
-)
+from shopbench.chat import EpisodeLimits, cut_utf8, parse_arguments, utf8_size
 from shopbench.env.errors import (
     ArgumentError,
     EpisodeOverError,
@@ -35,7 +29,7 @@ from shopbench.env.results import render
 from shopbench.env.tokens import TokenBook
 from shopbench.env.toolkit import ToolSpec, bind_arguments
 from shopbench.env.tools import ShopTools
-from shopbench.errors import ShopbenchError
+from shopbench.errors import ShopbenchError, UnreadableArguments
 from shopbench.records.binding import result_digest
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from shopbench.chat import UnreadableArguments, load_json, read_arguments
+from shopbench.chat import load_json, read_arguments
+from shopbench.errors import UnreadableArguments
 
 COLLAPSE_CHARS = 400
 """Longer arguments and observations start collapsed."""
