@@ -90,7 +90,7 @@ def _config(tmp_path: Path, where: Path, catalog_dir: Path, tiny: Path, **over: 
         "arms": ["base", "curated", "unfiltered", "successes"], "min_rows": 2,
         "train": {"config": "smollm2-lora", "overrides": TRAIN},
         "eval": {"tasks": 3, "intents": ["product"], "max_turns": 3, "max_idle_turns": 1,
-                 "max_tokens": 8, "concurrency": 3},
+                 "concurrency": 3, "step_tasks": 2},
     }  # fmt: skip
     for key, value in over.items():
         if value is None:
@@ -140,6 +140,18 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     assert arms["successes"]["curated_episodes"] < arms["unfiltered"]["curated_episodes"]
     assert arms["base"]["model"] == str(tiny) and arms["base"]["steps"] is None
     assert set(report["differences"]) == {"curated − unfiltered", "curated − successes"}
+    assert "steps.parses" in report["differences"]["curated − unfiltered"]
+    # The turn budget is the trained turns' p95, and cuts at most 5% of them.
+    budget = report["budget"]
+    assert budget["budget"] >= budget["p95"] and budget["cut_share"] <= 0.05
+    assert budget == json.loads((out / "budget.json").read_text()) and report["pending"] == []
+    # Step accuracy per arm, on the reference episodes of the first two held-out tasks.
+    for name in ("base", "curated"):
+        steps = arms[name]["step_accuracy"]
+        assert steps["episodes"] == 2 and steps["steps"] >= 2
+        assert set(steps["metrics"]) >= {"parses", "right_tool"}
+    assert "parses" in arms["curated"]["steps_minus_base"]
+    assert set(report["stages_at"]) == set(report["stages_s"])
     held = report["heldout"]
     assert held["kept"] == 3 and held["shared"] == 0
     tasks = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]
@@ -152,7 +164,8 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
               and p.name not in ("report.json", "report.md", "plot.svg")}  # fmt: skip
     assert _run("--config", str(config), "--out", str(out)) == 0
     again = capsys.readouterr().out
-    assert again.count("done already") == 3 * 3 + 4  # curate, build, train each arm; 4 evals
+    # curate, build, train each arm; 4 evaluations and 4 step measures; the references
+    assert again.count("done already") == 3 * 3 + 4 + 4 + 1
     assert {p: p.stat().st_mtime_ns for p in before} == before
     assert json.loads((out / "report.json").read_text())["arms"] == report["arms"]
     # Fewer tasks: the held-out draw and the evaluations are redone, nothing else.
@@ -167,6 +180,18 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1, eval={"tasks": 2})
     assert _run("--config", str(changed), "--out", str(out)) == 2
     assert "holds an experiment of another config (differs in: seed)" in capsys.readouterr().err
+
+
+def test_a_turn_budget_that_cuts_the_trained_turns_stops_before_training(
+    archive: Path, catalog_dir: Path, tiny: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    config = _config(tmp_path, archive, catalog_dir, tiny, eval={"max_tokens": 8})
+    out = tmp_path / "run"
+    assert _run("--config", str(config), "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "eval.max_tokens: a budget of 8 tokens a turn cuts" in err and "give at least" in err
+    assert not (out / "arms" / "curated" / "train").exists()
 
 
 @pytest.mark.parametrize(

@@ -98,11 +98,12 @@ class OpenAIPolicy:
         """
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": [self._outgoing(m) for m in apply_view(messages, self.view)],
+            "messages": [self._outgoing(m) for m in apply_view(messages, self.view, tools)],
             **self.config.extra_body,
         }
-        if tools:
-            body["tools"] = view_tools(tools, self.view)
+        offered = view_tools(tools, self.view)
+        if offered:  # (the `tools` prompt names them in the system prompt instead)
+            body["tools"] = offered
             body["tool_choice"] = "auto"
         for name in ("temperature", "top_p", "max_tokens", "seed"):
             value = getattr(self.config, name)

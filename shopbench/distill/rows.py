@@ -126,9 +126,9 @@ def rows_of(
 
     def row(segment: int, end: int, start: int, trained: set[int], step: int | None) -> None:
         if step is None:
-            seen = apply_view(messages[:end], view)
+            seen = apply_view(messages[:end], view, t.tools)
         else:  # the trained step's context, as a policy would have given it, then the step
-            seen = [*apply_view(messages[: end - 1], view), messages[end - 1]]
+            seen = [*apply_view(messages[: end - 1], view, t.tools), messages[end - 1]]
         shown = [message_dict(m, keep_reasoning=i >= start) for i, m in enumerate(seen)]
         flags = [i in trained for i in range(end) if messages[i].role == "assistant"]
         out.rows.append(

@@ -63,7 +63,23 @@ class EvalSpec(BaseModel):
     max_idle_turns: int = Field(
         default=2, ge=1, description="turns in a row without a tool call that ran"
     )
-    max_tokens: int = Field(default=192, ge=1, description="tokens a model generates a turn")
+    max_tokens: int | None = Field(
+        default=None, ge=1,
+        description="tokens a model generates a turn; None: derived from the trained rows "
+        "(their assistant turns' p95, rounded up to 8)",
+    )  # fmt: skip
+    max_cut_share: float = Field(
+        default=0.05, ge=0, lt=1,
+        description="the largest share of the trained assistant turns the budget may cut; a "
+        "max_tokens that cuts more is refused before any training",
+    )  # fmt: skip
+    step_tasks: int = Field(
+        default=40, ge=0,
+        description="held-out tasks whose reference episodes measure step accuracy (0: none)",
+    )  # fmt: skip
+    step_policy: str = Field(
+        default="careful", description="the honest reference policy those episodes are played by"
+    )
     concurrency: int = Field(default=16, ge=1, description="episodes played at once")
     turn_timeout_s: float = Field(default=1800.0, gt=0, description="seconds a turn may take")
 

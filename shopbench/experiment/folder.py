@@ -44,9 +44,13 @@ class Stages:
         self.out = out
         self.log = log
         self.timings: dict[str, float] = {}
+        self.finished: dict[str, str] = {}
         path = out / "stages.json"
         if path.is_file():
-            self.timings = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            # {"seconds": {...}, "finished": {...}}; a folder of the release before: seconds only
+            self.timings = data.get("seconds", data) if "seconds" in data else data
+            self.finished = data.get("finished", {})
 
     def arm(self, arm: Arm) -> Path:
         """The folder of `arm`'s curation, rows and training."""
@@ -70,7 +74,10 @@ class Stages:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MARKER).write_text("", encoding="utf-8")
         self.timings[name] = round(time.perf_counter() - started, 1)
-        (self.out / "stages.json").write_text(json.dumps(self.timings, indent=2) + "\n")
+        self.finished[name] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        (self.out / "stages.json").write_text(
+            json.dumps({"seconds": self.timings, "finished": self.finished}, indent=2) + "\n"
+        )
         self.log(f"{name}: {self.timings[name]:.0f} s")
 
 

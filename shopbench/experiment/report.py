@@ -30,6 +30,8 @@ PAIRS: tuple[tuple[Arm, Arm], ...] = (
     ("curated", "unfiltered"), ("curated", "successes"), ("recovery", "curated"),
 )  # fmt: skip
 """The differences between trained arms the report gives, when both arms ran."""
+PAIRED_STEP_METRICS = ("parses", "right_tool", "right_pick")
+"""Step metrics the reference decides where they apply: paired over the same steps."""
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -43,7 +45,7 @@ def _trajectories(path: Path) -> list[Trajectory]:
 
 def _arm(
     arm: Arm, stages: Stages, config: ExperimentConfig, played: list[Trajectory],
-    base: list[Trajectory], groups: dict[str, str], boot: BootstrapConfig,
+    base: list[Trajectory] | None, groups: dict[str, str], boot: BootstrapConfig,
 ) -> ArmResult:
     folder = stages.arm(arm)
     evaluation = stages.out / "eval" / arm
@@ -60,6 +62,12 @@ def _arm(
         "eval_s": seconds,
         "eval_episodes_per_s": round(len(played) / seconds, 4) if seconds > 0 else 0.0,
     }  # fmt: skip
+    steps = _read(stages.out / "steps" / arm / "steps.json")
+    if steps:
+        result["step_accuracy"] = steps
+        files["steps"] = named(stages.out / "steps" / arm / "steps.json")
+        if arm != BASE:
+            result["steps_minus_base"] = step_differences(stages, arm, BASE, groups, boot)
     if arm != BASE:
         curated = _read(folder / "curated" / "report.json")
         build = _read(folder / "sft" / "build.json")
@@ -74,33 +82,76 @@ def _arm(
             train_tokens_per_s=train.get("tokens_per_s"), train_s=train.get("train_s"),
             train_loss=[(p["step"], p["loss"]) for p in train.get("train_loss", [])],
             eval_loss=[(p["step"], p["loss"]) for p in train.get("eval_loss", [])],
-            minus_base=difference_table(played, base, config.eval.samples, boot, groups).overall,
+            minus_base=(
+                difference_table(played, base, config.eval.samples, boot, groups).overall
+                if base is not None else {}
+            ),
         )  # fmt: skip
     result["files"] = files
     return ArmResult.model_validate(result)
 
 
+def step_differences(
+    stages: Stages, a: Arm, b: Arm, groups: dict[str, str], boot: BootstrapConfig
+) -> dict[str, Estimate]:
+    """Step metric → `a` − `b`, paired over the reference steps both took (the metrics the
+    reference decides where they apply: parses, right_tool, right_pick)."""
+    from shopbench.evaluate.intervals import paired_difference
+    from shopbench.evaluate.trained.steps import Step
+
+    def load(arm: Arm) -> dict[tuple[str, int], Step]:
+        path = stages.out / "steps" / arm / "steps.jsonl"
+        if not path.is_file():
+            return {}
+        with path.open(encoding="utf-8") as f:
+            steps = [Step.model_validate_json(line) for line in f if line.strip()]
+        return {(s.episode_id, s.turn): s for s in steps}
+
+    mine, theirs = load(a), load(b)
+    shared = sorted(mine.keys() & theirs.keys())
+    out: dict[str, Estimate] = {}
+    for metric in PAIRED_STEP_METRICS:
+        keys = [k for k in shared if metric in mine[k].checks and metric in theirs[k].checks]
+        if not keys:
+            continue
+        ones = [1.0] * len(keys)
+        out[metric] = paired_difference(
+            ([float(mine[k].checks[metric]) for k in keys], ones),
+            ([float(theirs[k].checks[metric]) for k in keys], ones), boot,
+            clusters=[groups.get(mine[k].task_id, mine[k].task_id) for k in keys],
+        )  # fmt: skip
+    return out
+
+
 def build_report(
     config: ExperimentConfig, stages: Stages, held: HeldOut, catalog: Path
 ) -> ExperimentReport:
-    """The report of a finished experiment folder (`catalog`: the tasks' catalog)."""
+    """The report of the experiment folder as it stands: every arm evaluated so far
+    (`catalog`: the tasks' catalog); the arms still to run are listed as pending."""
     from shopbench.catalog.store import Catalog
     from shopbench.tasks.io import read_tasks
     from shopbench.tasks.split import task_groups
 
-    runs = {a: _trajectories(stages.out / "eval" / a / "trajectories.jsonl") for a in config.arms}
+    evaluated = [a for a in config.arms if stages.done(stages.out / "eval" / a)]
+    runs = {a: _trajectories(stages.out / "eval" / a / "trajectories.jsonl") for a in evaluated}
     tasks = read_tasks(stages.out / "heldout.jsonl").tasks
     groups = task_groups(tasks, Catalog.open(catalog))
     boot = BootstrapConfig(seed=config.seed)
-    arms = [_arm(a, stages, config, runs[a], runs[BASE], groups, boot) for a in config.arms]
-    differences = {
-        f"{a} − {b}": difference_table(runs[a], runs[b], config.eval.samples, boot, groups).overall
-        for a, b in PAIRS if a in runs and b in runs
-    }  # fmt: skip
+    base = runs.get(BASE)
+    arms = [_arm(a, stages, config, runs[a], base, groups, boot) for a in evaluated]
+    differences: dict[str, dict[str, Estimate | None]] = {}
+    for a, b in PAIRS:
+        if a in runs and b in runs:
+            d = dict(difference_table(runs[a], runs[b], config.eval.samples, boot, groups).overall)
+            steps = step_differences(stages, a, b, groups, boot)
+            d.update({f"steps.{k}": v for k, v in steps.items()})
+            differences[f"{a} − {b}"] = d
     return ExperimentReport(
         config=config.model_dump(mode="json"), view=config.view,
         heldout=held.model_dump(), level=boot.level, samples=config.eval.samples, arms=arms,
-        differences=differences, stages_s=stages.timings,
+        differences=differences, budget=_read(stages.out / "budget.json") or None,
+        pending=[a for a in config.arms if a not in runs], stages_s=stages.timings,
+        stages_at=stages.finished,
     )  # fmt: skip
 
 
@@ -142,6 +193,33 @@ def render_markdown(r: ExperimentReport) -> str:
     mde = first.mde
     lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "
               f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
+    if r.pending:
+        lines += [f"Not evaluated yet: {', '.join(r.pending)} (the folder resumes there).", ""]
+    if r.budget:
+        b = r.budget
+        lines += [f"Turn budget: {b['budget']} tokens, from {b['turns']} trained assistant "
+                  f"turns (median {b['median']:.0f}, p95 {b['p95']:.0f}, longest {b['max']}; "
+                  f"{b['cut_share']:.1%} longer than the budget).", ""]  # fmt: skip
+    stepped = [a for a in r.arms if a.step_accuracy]
+    if stepped:
+        names = ("parses", "right_tool", "valid_arguments", "ids_shown", "right_pick")
+        lines += ["## Step accuracy (teacher-forced next action on reference episodes)", "",
+                  "| arm | steps | " + " | ".join(names) + " |",
+                  "|---|---:|" + "---:|" * len(names)]  # fmt: skip
+        for a in stepped:
+            s = a.step_accuracy or {}
+            cells = []
+            for n in names:
+                e = s.get("metrics", {}).get(n)
+                est = Estimate.model_validate(e) if e else None
+                cells.append(f"{_cell(est)} (n={s.get('counts', {}).get(n, 0)})")
+            lines.append(f"| {a.arm} | {s.get('steps', 0)} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for a in stepped:
+            if a.steps_minus_base:
+                said = ", ".join(f"{k} {_cell(v, True)}" for k, v in a.steps_minus_base.items())
+                lines.append(f"- {a.arm} − base, paired over the same steps: {said}")
+        lines.append("")
     if r.differences:
         lines += ["## Between arms", "", "| difference | ASR | completion | valid turns |",
                   "|---|---:|---:|---:|"]  # fmt: skip
@@ -151,8 +229,8 @@ def render_markdown(r: ExperimentReport) -> str:
                 f"| {_cell(d.get('valid_turns'), True)} |"
             )
         lines.append("")
-    lines += ["## Wall time", "", "| stage | seconds |", "|---|---:|"]
-    lines += [f"| {k} | {v:,.0f} |" for k, v in r.stages_s.items()]
+    lines += ["## Wall time", "", "| stage | seconds | finished (UTC) |", "|---|---:|---|"]
+    lines += [f"| {k} | {v:,.0f} | {r.stages_at.get(k, '')} |" for k, v in r.stages_s.items()]
     lines += ["", f"![ASR per arm and training loss]({PLOT_SVG})", ""]
     return "\n".join(lines)
 

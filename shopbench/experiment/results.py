@@ -30,6 +30,13 @@ class ArmResult(BaseModel):
     minus_base: dict[str, Estimate | None] = Field(
         default_factory=dict, description="this arm − base, paired over the held-out tasks"
     )
+    step_accuracy: dict[str, Any] | None = Field(
+        default=None, description="teacher-forced next actions on the reference episodes "
+        "(shopbench.evaluate.trained.steps.StepReport)",
+    )  # fmt: skip
+    steps_minus_base: dict[str, Estimate] = Field(
+        default_factory=dict, description="step metric → this arm − base, paired over steps"
+    )
     eval_s: float = Field(description="wall time of the evaluation")
     eval_episodes_per_s: float
     train_s: float | None = None
@@ -49,6 +56,16 @@ class ExperimentReport(BaseModel):
     samples: int
     arms: list[ArmResult]
     differences: dict[str, dict[str, Estimate | None]] = Field(
-        default_factory=dict, description="'a − b' → metric → paired difference"
+        default_factory=dict, description="'a − b' → metric → paired difference (step "
+        "metrics prefixed steps.)",
+    )  # fmt: skip
+    budget: dict[str, Any] | None = Field(
+        default=None, description="the turn budget and the trained turns' lengths"
+    )
+    pending: list[str] = Field(
+        default_factory=list, description="arms of the config not evaluated yet"
     )
     stages_s: dict[str, float]
+    stages_at: dict[str, str] = Field(
+        default_factory=dict, description="stage → when it finished (UTC)"
+    )

@@ -7,18 +7,26 @@
     arms/<arm>/curated/          that arm's curation (shopbench curate's --out)
     arms/<arm>/sft/              its SFT rows (distill build's --out)
     heldout.jsonl, heldout.json  the held-out tasks and their product-group check
+    budget.json                  the turn budget: the trained assistant turns' lengths
+    steps/reference.jsonl        the reference episodes step accuracy is measured on
     arms/<arm>/train/            its training (distill train's --out; resumed from a checkpoint)
-    eval/<arm>/                  its evaluation on the held-out tasks (distill eval's files)
-    stages.json                  each stage's wall time
+    eval/<arm>/                  its evaluation on the held-out tasks (distill eval's files,
+                                 and steps.json: its step accuracy)
+    stages.json                  each stage's wall time, and when it ran
     report.json, report.md, plot.svg
 
-Every curation and build runs before any training, and the held-out tasks are drawn and
-checked before any training too, so an arm with too few rows or a held-out set that shares
-product groups with the training data stops the run before the CPU is spent.
+Every curation and build runs before any training, and the held-out tasks, the turn budget
+and the reference episodes are settled before any training too, so an arm with too few rows,
+a held-out set that shares product groups with the training data or a turn budget that cuts
+the trained turns stops the run before the CPU is spent. Then ``base`` is evaluated, and
+each trained arm in the config's order is trained and evaluated, the report rewritten after
+each: a run stopped between arms (a session's end) resumes at the next stage, and the report
+holds every arm evaluated so far.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -26,6 +34,7 @@ from typing import Any
 
 from shopbench.agents.options import PolicyOptions
 from shopbench.archive.signing import Verifier
+from shopbench.distill.budget import TurnBudget
 from shopbench.errors import ShopbenchError
 from shopbench.experiment.arms import BASE, Arm, curation_of
 from shopbench.experiment.config import ExperimentConfig
@@ -35,6 +44,7 @@ from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
 
 EVALUATION_KEYS = frozenset({"eval", "arms"})
+SETTLED_FILES = ("heldout.jsonl", "heldout.json", "budget.json")
 """Config keys whose change leaves the arena, the curations, the rows and the trainings of
 the arms kept valid: only the held-out draw and the evaluations are redone."""
 
@@ -58,9 +68,10 @@ def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
             )
         log(f"the config's {' and '.join(changed)} changed: the held-out tasks are drawn "
             "again and every arm evaluated again")  # fmt: skip
-        for name in ("heldout.jsonl", "heldout.json"):
+        for name in SETTLED_FILES:
             (out / name).unlink(missing_ok=True)
         shutil.rmtree(out / "eval", ignore_errors=True)
+        shutil.rmtree(out / "steps", ignore_errors=True)
     path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
 
 
@@ -196,7 +207,113 @@ def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
     stages.run(f"train {arm}", folder, work, keep=True)
 
 
-def _evaluate(config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path) -> None:
+def _policy_options(config: ExperimentConfig, budget: TurnBudget) -> PolicyOptions:
+    spec = config.eval
+    return PolicyOptions(
+        max_tokens=budget.budget, turn_timeout_s=spec.turn_timeout_s, view=config.view,
+        max_batch=spec.concurrency,
+    )  # fmt: skip
+
+
+def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
+    """The turn budget (once): the trained arms' assistant turns measured in the model's
+    tokenizer; ExperimentError when the config's max_tokens cuts too many of them."""
+    from shopbench.distill.budget import turn_budget, turn_lengths
+    from shopbench.distill.errors import DistillError
+    from shopbench.distill.templates import training_template
+
+    path = stages.out / "budget.json"
+    if path.is_file():
+        return TurnBudget.model_validate_json(path.read_text(encoding="utf-8"))
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(config.model))
+    template = training_template(tokenizer)
+    lengths = [n for arm in config.trained_arms
+               for n in turn_lengths(stages.arm(arm) / "sft", tokenizer, template)]  # fmt: skip
+    spec = config.eval
+    try:
+        budget = turn_budget(lengths, given=spec.max_tokens, max_cut_share=spec.max_cut_share)
+    except DistillError as e:
+        raise ExperimentError(f"eval.max_tokens: {e}") from None
+    path.write_text(budget.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return budget
+
+
+def _references(
+    config: ExperimentConfig, stages: Stages, catalog: Path
+) -> list[Trajectory]:
+    """The reference policy's episodes of the first ``eval.step_tasks`` held-out tasks
+    (once), each under its replayable key."""
+    from shopbench.agents.registry import make_policy
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.trained.steps import play_references
+    from shopbench.tasks.io import read_tasks
+
+    folder = stages.out / "steps"
+    path = folder / "reference.jsonl"
+    spec = config.eval
+    if spec.step_tasks == 0:
+        return []
+
+    def work() -> None:
+        tasks = read_tasks(stages.out / "heldout.jsonl").tasks[: spec.step_tasks]
+        env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
+        policy = make_policy(spec.step_policy, catalog=env.catalog, seed=config.seed)
+        played = asyncio.run(play_references(env, tasks, policy, config.seed))
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(t.model_dump_json() + "\n" for t in played), encoding="utf-8")
+
+    stages.run("references", folder, work)
+    with path.open(encoding="utf-8") as f:
+        return [Trajectory.model_validate_json(line) for line in f if line.strip()]
+
+
+def _steps(
+    config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget,
+    references: list[Trajectory],
+) -> None:
+    """The arm's step accuracy on the reference episodes (once): ``eval/<arm>/steps.json``
+    (the report) and ``steps.jsonl`` (each step)."""
+    from shopbench.agents.registry import make_policy
+    from shopbench.catalog.store import Catalog
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.intervals import BootstrapConfig
+    from shopbench.evaluate.trained.steps import step_accuracy
+    from shopbench.tasks.io import read_tasks
+    from shopbench.tasks.split import task_groups
+
+    if not references:
+        return
+    folder = stages.out / "steps" / arm
+    spec = config.eval
+
+    def work() -> None:
+        tasks = read_tasks(stages.out / "heldout.jsonl").tasks[: spec.step_tasks]
+        env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
+        model = f"hf:{model_dir(stages, arm, config)}"
+        options = _policy_options(config, budget).options(model, 1, sample=0)
+        policy = make_policy(model, catalog=env.catalog, seed=config.seed, **options)
+        groups = task_groups(tasks, Catalog.open(catalog))
+        report, steps = asyncio.run(step_accuracy(
+            env, tasks, references, policy, seed=config.seed, groups=groups,
+            concurrency=spec.concurrency, boot=BootstrapConfig(seed=config.seed),
+        ))  # fmt: skip
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "steps.jsonl").write_text(
+            "".join(s.model_dump_json() + "\n" for s in steps), encoding="utf-8"
+        )
+        (folder / "steps.json").write_text(report.model_dump_json(indent=2) + "\n",
+                                           encoding="utf-8")  # fmt: skip
+
+    stages.run(f"steps {arm}", folder, work)
+
+
+def _evaluate(
+    config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget
+) -> None:
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
     from shopbench.evaluate.trained.report import write_model_eval
@@ -211,10 +328,7 @@ def _evaluate(config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path)
     eval_config = ModelEvalConfig(
         model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
         concurrency=spec.concurrency, seed=config.seed,
-        policy_options=PolicyOptions(
-            max_tokens=spec.max_tokens, turn_timeout_s=spec.turn_timeout_s, view=config.view,
-            max_batch=spec.concurrency,
-        ),
+        policy_options=_policy_options(config, budget),
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
         training_set=train_rows if arm != BASE else None,
     )  # fmt: skip
@@ -259,8 +373,16 @@ def run_experiment(
     held = _heldout(config, stages, catalog)
     log(f"held-out: {held.kept} tasks in {held.groups} product groups; {held.touched} of "
         f"{held.drawn} drawn left out for sharing a group with training rows")  # fmt: skip
-    for arm in config.trained_arms:
-        _train(config, stages, arm)
-    for arm in config.arms:
-        _evaluate(config, stages, arm, catalog)
-    return write_report(config, stages, held, catalog)
+    budget = _budget(config, stages)
+    log(f"turn budget: {budget.budget} tokens (trained turns: median {budget.median:.0f}, "
+        f"p95 {budget.p95:.0f}, longest {budget.max}; {budget.cut_share:.1%} cut)")  # fmt: skip
+    references = _references(config, stages, catalog)
+    report = Path()
+    for arm in [BASE, *config.trained_arms] if BASE in config.arms else config.trained_arms:
+        if arm != BASE:
+            _train(config, stages, arm)
+        _evaluate(config, stages, arm, catalog, budget)
+        _steps(config, stages, arm, catalog, budget, references)
+        report = write_report(config, stages, held, catalog)
+        log(f"report: {report} (arms so far: {arm} last)")
+    return report

@@ -45,8 +45,11 @@ from shopbench.env.results import (
 
 ViewName = Literal["full", "compact"]
 VIEWS: tuple[ViewName, ...] = ("full", "compact")
-PromptName = Literal["full", "brief"]
-BRIEF = "brief"
+PromptName = Literal["full", "brief", "tools"]
+BRIEF: PromptName = "brief"
+TOOLS: PromptName = "tools"
+SHORT_PROMPTS: tuple[PromptName, ...] = (BRIEF, TOOLS)
+"""The prompts a view may ask for instead of the environment's (the id's last part)."""
 
 
 class ObservationView(BaseModel):
@@ -64,7 +67,8 @@ class ObservationView(BaseModel):
     )  # fmt: skip
     prompt: PromptName = Field(
         default="full", description="full: the environment's system prompt and tool schemas; "
-        "brief: the same rules and tools in a few sentences",
+        "brief: the same rules and tools in a few sentences; tools: the rules in two "
+        "sentences and each tool as one line of its name and arguments, no schemas",
     )  # fmt: skip
 
     @property
@@ -74,8 +78,8 @@ class ObservationView(BaseModel):
         parts: list[str] = [self.name]
         if self.history is not None:
             parts.append(f"h{self.history}")
-        if self.prompt == BRIEF:
-            parts.append(BRIEF)
+        if self.prompt in SHORT_PROMPTS:
+            parts.append(self.prompt)
         return "/".join(parts)
 
     @classmethod
@@ -83,17 +87,19 @@ class ObservationView(BaseModel):
         """The view of an :attr:`id`; ValueError naming the id and the allowed form."""
         name, *rest = view_id.split("/")
         window = [p for p in rest if p[:1] == "h" and p[1:].isdigit()]
-        known = len(window) <= 1 and rest.count(BRIEF) <= 1 and (
-            len(window) + rest.count(BRIEF) == len(rest)
+        prompts = [p for p in rest if p in SHORT_PROMPTS]
+        known = len(window) <= 1 and len(prompts) <= 1 and (
+            len(window) + len(prompts) == len(rest)
         )  # fmt: skip
-        if name not in VIEWS or not known or (rest and rest[-1] != BRIEF and BRIEF in rest):
+        if name not in VIEWS or not known or (prompts and rest[-1] != prompts[0]):
             raise ValueError(
                 f"{view_id!r} is not a view id (allowed: {' or '.join(VIEWS)}, optionally "
-                "followed by /h<N> and then /brief, e.g. compact/h4 or compact/h2/brief)"
+                "followed by /h<N> and then /brief or /tools, e.g. compact/h4, "
+                "compact/h2/brief or compact/tools)"
             )
         return cls.model_validate({
             "name": name, "history": int(window[0][1:]) if window else None,
-            "prompt": BRIEF if BRIEF in rest else "full",
+            "prompt": prompts[0] if prompts else "full",
         })  # fmt: skip
 
 
@@ -249,6 +255,43 @@ def brief_system(text: str) -> str:
     return BRIEF_SYSTEM if limits is None else f"{BRIEF_SYSTEM} {limits.group(0)}"
 
 
+TOOLS_SYSTEM = (
+    "You are a shopping agent. Find what the customer's first message asks for, using only "
+    "ids the tools showed you; recommend once, then terminate."
+)
+"""The ``tools`` prompt's rules: two sentences (the rest is what tuning teaches)."""
+_CALL_FORM = '<tool_call>\n{"name": <tool>, "arguments": {...}}\n</tool_call>'
+
+
+def tool_line(tool: dict[str, Any]) -> str | None:
+    """One tool schema as one line: ``name(required, optional?)`` with the allowed values
+    of an enumerated argument (``status=success|failure``); None for another shape."""
+    fn = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        return None
+    params = fn.get("parameters")
+    params = params if isinstance(params, dict) else {}
+    props = params.get("properties")
+    props = props if isinstance(props, dict) else {}
+    required = set(params.get("required") or ())
+    args = []
+    for key, spec in props.items():
+        enum = spec.get("enum") if isinstance(spec, dict) else None
+        arg = f"{key}={'|'.join(str(v) for v in enum)}" if enum else str(key)
+        args.append(arg if key in required else f"{arg}?")
+    return f"{fn['name']}({', '.join(args)})"
+
+
+def tools_system(text: str, tools: Sequence[dict[str, Any]]) -> str:
+    """The ``tools`` prompt standing for the environment's `text` and `tools`: its two
+    sentences, the limits sentence of `text`, one line per tool and the call form."""
+    limits = _LIMITS.search(text)
+    lines = [TOOLS_SYSTEM if limits is None else f"{TOOLS_SYSTEM} {limits.group(0)}", "Tools:"]
+    lines += [f"- {line}" for t in tools if (line := tool_line(t)) is not None]
+    lines.append(f"Call a tool as {_CALL_FORM}")
+    return "\n".join(lines)
+
+
 def _first_sentence(text: str) -> str:
     head = text.split("\n", 1)[0].strip().rstrip(":")
     cut = head.find(". ")
@@ -259,6 +302,8 @@ def view_tools(tools: Sequence[dict[str, Any]], view: ObservationView) -> list[d
     """The tool schemas as a model reads them in `view`: unchanged, or (a brief prompt) each
     description cut to its first sentence, every name, parameter, type, enum and required
     list kept. Schemas of another shape pass through unchanged."""
+    if view.prompt == TOOLS:
+        return []  # the system prompt names them (tools_system)
     if view.prompt != BRIEF:
         return list(tools)
     out: list[dict[str, Any]] = []
@@ -282,14 +327,19 @@ def view_tools(tools: Sequence[dict[str, Any]], view: ObservationView) -> list[d
     return out
 
 
-def apply_view(messages: Sequence[ChatMessage], view: ObservationView) -> list[ChatMessage]:
+def apply_view(
+    messages: Sequence[ChatMessage],
+    view: ObservationView,
+    tools: Sequence[dict[str, Any]] = (),
+) -> list[ChatMessage]:
     """`messages` as a model reads them in `view`: each tool message rendered in the view,
     the system prompt briefed when the view briefs it, and, with a history window of N, every
     assistant turn but the last N kept as its calls and text without its reasoning, and the
     tool messages answering it replaced by their :func:`stub`. User messages are kept as they
     are, and the list keeps its length and order. The full view without a window or a brief
-    prompt returns the messages themselves."""
-    if view.name == "full" and view.history is None and view.prompt != BRIEF:
+    prompt returns the messages themselves. The ``tools`` prompt writes `tools` (the episode's
+    schemas) into the system prompt as one line each."""
+    if view.name == "full" and view.history is None and view.prompt == "full":
         return list(messages)
     turns = sum(1 for m in messages if m.role == "assistant")
     oldest_kept = turns - view.history + 1 if view.history is not None else 1
@@ -302,6 +352,9 @@ def apply_view(messages: Sequence[ChatMessage], view: ObservationView) -> list[C
                 m = m.model_copy(update={"reasoning_content": None})
         if m.role == "system" and view.prompt == BRIEF and m.content is not None:
             out.append(m.model_copy(update={"content": brief_system(m.content)}))
+            continue
+        if m.role == "system" and view.prompt == TOOLS and m.content is not None:
+            out.append(m.model_copy(update={"content": tools_system(m.content, tools)}))
             continue
         if m.role != "tool" or m.content is None:
             out.append(m)

@@ -62,7 +62,7 @@ class HFPolicy:
 
         LocalModelError when the conversation no longer fits the model's context (the loop
         records it as the policy's failure)."""
-        shown = apply_view(messages, self.view)
+        shown = apply_view(messages, self.view, tools)
         prompt = self.engine.encode(
             shown, view_tools(tools, self.view), self.config.chat_template_kwargs
         )
