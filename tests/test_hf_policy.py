@@ -217,6 +217,45 @@ def test_the_shared_prefix_cache_changes_no_token(
     assert [r.text for r in cached] == [r.text for r in uncached]
 
 
+def test_kept_keys_and_values_change_no_token_and_prefill_only_what_is_new(
+    random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    """Three-turn episodes in an append-only view (compact, no window): with the kept keys
+    and values every turn after the first reuses its whole earlier prompt, and every
+    token of every turn is the one a model without them writes."""
+    from shopbench.trajectory.loop import RunLimits, run_episode
+
+    kept = HFEngine(random_model.path, kv_tokens=200_000)
+    limits = RunLimits(max_idle_turns=3)
+
+    def play(engine: HFEngine) -> list[Trajectory]:
+        policy = HFPolicy(HFPolicyConfig(path=engine.path, max_new_tokens=8, view="compact"),
+                          engine=engine)  # fmt: skip
+
+        async def go() -> list[Trajectory]:
+            return list(await asyncio.gather(*(
+                run_episode(env, t, policy, limits, key=bytes([i + 1]) * 32)
+                for i, t in enumerate(tasks[:3])
+            )))  # fmt: skip
+
+        return asyncio.run(go())
+
+    plain = HFEngine(random_model.path, prefix_cache=False)
+    expected, played = play(plain), play(kept)
+    assert [t.messages for t in played] == [t.messages for t in expected]
+    assert all(t.turns == 3 for t in played)
+    # Turn one reuses the shared system prompt at most; turns two and three their whole
+    # earlier prompt and reply: most of the prompt tokens came from the store.
+    compact = ObservationView(name="compact")
+    prompts = [len(kept.encode(apply_view(t.messages[:i], compact), t.tools))
+               for t in played for i, m in enumerate(t.messages) if m.role == "assistant"]
+    # Each later turn reuses at least the whole prompt of the turn before it (a reply that
+    # re-renders as other tokens than were generated is prefilled again, not more).
+    earlier = sum(p for i, p in enumerate(prompts) if i % 3 != 2)
+    assert kept.stats.cached_prompt_tokens >= earlier > 0.6 * sum(prompts)
+    assert kept.kv_store is not None and 0 < kept.kv_store.tokens <= 200_000
+
+
 def test_concurrent_turns_share_a_generate_call(
     random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
 ) -> None:
@@ -352,6 +391,30 @@ def test_the_bench_reports_batched_and_unbatched_rates(
     assert tiny["unbatched_tokens_per_s"] > 0 and tiny["batched_tokens_per_s"] > 0
     assert tiny["same_greedy_text"] == 2
     assert any("SmolLM2" in s for s in result["skipped"])
+
+
+def test_the_episodes_bench_plays_each_view_with_and_without_kept_keys(
+    random_model: HFEngine, catalog_dir: Path, tasks: list[Task], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    task_file = tmp_path / "tasks.jsonl"
+    write_tasks(task_file, tasks)
+    main(["bench", "hf-episodes", "--model", str(random_model.path), "--catalog",
+          str(catalog_dir), "--tasks", str(task_file), "--episodes", "2", "--max-turns", "3",
+          "--max-tokens", "6", "--max-idle-turns", "3", "--view", "compact/h1",
+          "--view", "compact"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    figures = {(f["view"], f["kept"]): f for f in result["figures"]}
+    assert set(figures) == {("compact/h1", False), ("compact/h1", True),
+                            ("compact", False), ("compact", True)}  # fmt: skip
+    for view in ("compact/h1", "compact"):
+        assert figures[(view, True)]["same_as_not_kept"] is True
+        assert figures[(view, True)]["reused_tokens"] > figures[(view, False)]["reused_tokens"]
+    # (A random model calls no tool, so nothing is there for the window to rewrite: the
+    # views differ on a tuned model's episodes, measured in docs/distill.md.)
+    assert figures[("compact", True)]["reused_tokens"] > 0.8 * figures[("compact", True)][
+        "prompt_tokens"
+    ]
 
 
 def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> None:

@@ -86,6 +86,10 @@ class PolicyOptions(BaseModel):
         default=None, ge=1, description="turns of concurrent episodes an hf: model generates "
         "in one call; default the policy's own (8)",
     )  # fmt: skip
+    kv_cache_tokens: int | None = Field(
+        default=None, ge=0, description="tokens of earlier turns' keys and values an hf: "
+        "model keeps across turns (0: none); default the policy's own (0)",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view a model policy reads its tool results "
         "in (full, compact, with /hN a history window: compact/h2); default the one recorded "
@@ -136,6 +140,8 @@ class PolicyOptions(BaseModel):
                 out["chat_template_kwargs"] = dict(self.template_kwargs)
             if self.max_batch is not None:
                 out["max_batch"] = self.max_batch
+            if self.kv_cache_tokens is not None:
+                out["kv_cache_tokens"] = self.kv_cache_tokens
             return out
         if name.startswith(OPENAI_PREFIX):
             if self.max_tokens is not None:

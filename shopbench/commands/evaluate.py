@@ -143,6 +143,37 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         data = result.model_dump()
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
 
+    @bench_app.command("hf-episodes")
+    def bench_hf_episodes(
+        model: Path = typer.Option(..., "--model", help="model directory to play"),
+        catalog: Path = typer.Option(..., "--catalog", help="catalog the tasks are played on"),
+        tasks: Path = typer.Option(..., "--tasks", help="task file (its product tasks)"),
+        episodes: int = typer.Option(16, "--episodes", min=1, help="episodes per setting"),
+        views: list[str] = typer.Option(
+            ["compact/h1/brief", "compact/tools"], "--view", help="views to play in (repeat)"
+        ),
+        max_turns: int = typer.Option(6, "--max-turns", min=1, help="turns an episode"),
+        max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="tokens a turn"),
+        max_idle_turns: int = typer.Option(
+            2, "--max-idle-turns", min=1, help="turns in a row without a call that ran"
+        ),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
+        threads: int | None = typer.Option(None, "--threads", min=1, help="torch threads"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Episodes/s of an hf: model, each view with and without kept keys and values."""
+        from shopbench.bench.hf_episodes import EpisodesBenchConfig
+        from shopbench.bench.hf_episodes import run as run_episodes
+
+        result = run_episodes(EpisodesBenchConfig(
+            model=model, catalog=catalog, tasks=tasks, episodes=episodes, views=views,
+            max_turns=max_turns, max_tokens=max_tokens, max_idle_turns=max_idle_turns,
+            concurrency=concurrency,
+            threads=threads,
+        ))  # fmt: skip
+        data = result.model_dump(mode="json")
+        typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
+
     @bench_app.command("hf-policy")
     def bench_hf_policy(
         model: Path | None = _HF_BENCH.option("model", "--model"),

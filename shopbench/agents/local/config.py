@@ -47,6 +47,13 @@ class HFPolicyConfig(BaseModel):
         description="process the prompt opening every turn shares (system prompt, tool "
         "schemas) once and reuse it",
     )
+    kv_cache_tokens: int = Field(
+        default=0, ge=0,
+        description="tokens of earlier turns' keys and values kept across turns (0: off): a "
+        "turn whose prompt continues a kept one prefills only its new tokens (an append-only "
+        "view, such as compact without a history window, continues every turn's); about 46 KB "
+        "a token for SmolLM2-135M in float32",
+    )  # fmt: skip
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads; None leaves torch's setting"
     )

@@ -25,6 +25,7 @@ from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
 from shopbench.agents.format.render import render_prompt
 from shopbench.agents.format.tokens import REPLY_TOKENS
 from shopbench.agents.local.config import HFPolicyConfig, check_model_dir
+from shopbench.agents.local.kvstore import KVEntry, KVStore
 from shopbench.chat import ChatMessage
 
 MIN_CACHED_PREFIX = 32
@@ -71,7 +72,7 @@ class HFEngine:
 
     def __init__(
         self, path: Path, *, dtype: str = "float32", threads: int | None = None,
-        prefix_cache: bool = True,
+        prefix_cache: bool = True, kv_tokens: int = 0,
     ) -> None:
         check_model_dir(path)
         import torch
@@ -111,6 +112,10 @@ class HFEngine:
         self._cache_argument = "cache" if "cache" in forward else "past_key_values"
         self._prefix_ids: tuple[int, ...] = ()
         self._prefix_kv: list[tuple[Any, Any]] = []
+        # With kv_tokens, every row's prompt and reply are kept (kvstore.py) and a later
+        # prompt that continues one prefills only its new tokens; this replaces the
+        # shared-prefix cache, whose system prompt any kept sequence opens with.
+        self.kv_store = KVStore(kv_tokens) if kv_tokens > 0 and self.prefix_cache else None
 
     def _stop_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -141,6 +146,9 @@ class HFEngine:
         """Generate every request in one batch; results in the requests' order."""
         if not requests:
             return []
+        if self.kv_store is not None:
+            with self._lock:
+                return self._generate_kept(requests)
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -187,6 +195,129 @@ class HFEngine:
             self.stats.cached_prompt_tokens += shared * len(requests)
             self.stats.seconds += time.perf_counter() - start
             return results
+
+    def _generate_kept(self, requests: list[GenRequest]) -> list[GenResult]:
+        """:meth:`generate` starting each row from the kept sequence that opens its prompt
+        (:class:`KVStore`), keeping each row's prompt and reply for later turns.
+
+        Row i reuses the keys and values of its first ``c_i`` tokens: they sit right-aligned
+        in a cache of width ``C = max c_i`` (left-padded, masked), its other tokens follow,
+        left-padded to a common width; positions come from the mask, so every row reads
+        as if it were alone and unpadded."""
+        import numpy as np
+        import torch
+        from transformers import DynamicCache, GenerationConfig, LogitsProcessorList
+
+        start = time.perf_counter()
+        assert self.kv_store is not None
+        prompts = [np.asarray(r.prompt, dtype=np.int64) for r in requests]
+        found = [self.kv_store.longest(p) for p in prompts]
+        self._keep_shared_opening(requests, [n for _, n in found])
+        found = [self.kv_store.longest(p) for p in prompts]
+        # Each row runs at least one token of its own; short matches are not worth a copy.
+        reused = [min(n, len(p) - 1) for (_, n), p in zip(found, prompts, strict=True)]
+        reused = [n if n >= MIN_CACHED_PREFIX else 0 for n in reused]
+        width_c = max(reused)
+        rests = [p[n:] for p, n in zip(prompts, reused, strict=True)]
+        width_r = max(len(r) for r in rests)
+        width = width_c + width_r
+        rows = len(requests)
+        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((rows, width), dtype=torch.long)
+        for i, (n, rest) in enumerate(zip(reused, rests, strict=True)):
+            if n:
+                ids[i, width_c - n : width_c] = torch.from_numpy(prompts[i][:n])
+                mask[i, width_c - n : width_c] = 1
+            ids[i, width - len(rest) :] = torch.from_numpy(rest)
+            mask[i, width - len(rest) :] = 1
+        cache = None
+        if width_c:
+            cache = DynamicCache(config=self.model.config)
+            template = next(e for e, _ in found if e is not None).layers
+            for layer, (k0, v0) in enumerate(template):
+                heads, dim = k0.shape[0], k0.shape[-1]
+                keys = k0.new_zeros((rows, heads, width_c, dim))
+                values = v0.new_zeros((rows, v0.shape[0], width_c, v0.shape[-1]))
+                for i, ((entry, _), n) in enumerate(zip(found, reused, strict=True)):
+                    if n and entry is not None:
+                        k, v = entry.layers[layer]
+                        keys[i, :, width_c - n :] = k[:, :n]
+                        values[i, :, width_c - n :] = v[:, :n]
+                cache.update(keys, values, layer)
+        processors = LogitsProcessorList()
+        if any(r.temperature > 0 for r in requests):
+            processors.append(_RowSampler(requests))
+        config = GenerationConfig(
+            max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=False,
+            eos_token_id=sorted(self.stop_ids), pad_token_id=self.pad_id,
+            return_dict_in_generate=True,
+        )  # fmt: skip
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=mask, generation_config=config,
+                logits_processor=processors,
+                **({self._cache_argument: cache} if cache is not None else {}),
+            )  # fmt: skip
+        sequences = out.sequences
+        results = [self._result(r, sequences[i, width:].tolist()) for i, r in enumerate(requests)]
+        self._keep(out, requests, results, reused, rests, width_c, width)
+        self.stats.calls += 1
+        self.stats.rows += rows
+        self.stats.new_tokens += sum(r.new_tokens for r in results)
+        self.stats.cached_prompt_tokens += sum(reused)
+        self.stats.seconds += time.perf_counter() - start
+        return results
+
+    def _keep_shared_opening(self, requests: list[GenRequest], matched: list[int]) -> None:
+        """When rows of a batch share an opening longer than anything kept matches (new
+        episodes' system prompt and tools), compute it once and keep it."""
+        import numpy as np
+        import torch
+
+        assert self.kv_store is not None
+        if len(requests) < 2:
+            return
+        common = _common_prefix([r.prompt for r in requests],
+                                min(len(r.prompt) for r in requests) - 1)  # fmt: skip
+        if common < MIN_CACHED_PREFIX or all(n >= common for n in matched):
+            return
+        ids = torch.tensor([requests[0].prompt[:common]], dtype=torch.long)
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True)
+        cache = getattr(out, "cache", None) or out.past_key_values
+        layers = [(layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers]
+        self.kv_store.put(KVEntry(ids=np.asarray(requests[0].prompt[:common], dtype=np.int64),
+                                  layers=layers))  # fmt: skip
+
+    def _keep(
+        self, out: Any, requests: list[GenRequest], results: list[GenResult],
+        reused: list[int], rests: list[Any], width_c: int, width: int,
+    ) -> None:  # fmt: skip
+        """Keep each row's prompt and the reply tokens whose keys and values the cache holds
+        (every generated token but the batch's last step)."""
+        import numpy as np
+        import torch
+
+        assert self.kv_store is not None
+        cache = getattr(out, "past_key_values", None) or getattr(out, "cache", None)
+        if cache is None:
+            return
+        held = cache.layers[0].keys.shape[2]  # width + generated steps - 1
+        for i, (request, result) in enumerate(zip(requests, results, strict=True)):
+            n, rest = reused[i], rests[i]
+            generated = out.sequences[i, width:].tolist()[: result.new_tokens]
+            replied = generated[: max(0, held - width)]
+            index = torch.tensor(
+                [*range(width_c - n, width_c), *range(width - len(rest), width),
+                 *range(width, width + len(replied))], dtype=torch.long,
+            )  # fmt: skip
+            layers = [
+                (layer.keys[i].index_select(1, index).clone(),
+                 layer.values[i].index_select(1, index).clone())
+                for layer in cache.layers
+            ]  # fmt: skip
+            ids = np.asarray([*request.prompt, *replied], dtype=np.int64)
+            self.kv_store.put(KVEntry(ids=ids, layers=layers))
 
     def _shared_prefix(self, prompts: list[tuple[int, ...]]) -> int:
         """How many leading tokens every prompt shares and are served from the prefix cache
@@ -280,19 +411,22 @@ class _RowSampler:
         return out
 
 
-_ENGINES: dict[tuple[str, str, int | None, bool], HFEngine] = {}
+_ENGINES: dict[tuple[str, str, int | None, bool, int], HFEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
 def shared_engine(config: HFPolicyConfig) -> HFEngine:
     """The engine of `config`'s model directory, loaded once per process and shared by every
     policy over it (the K samples of an evaluation share one model and one batcher)."""
-    key = (str(config.path.resolve()), config.dtype, config.threads, config.prefix_cache)
+    key = (
+        str(config.path.resolve()), config.dtype, config.threads, config.prefix_cache,
+        config.kv_cache_tokens,
+    )  # fmt: skip
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
             engine = _ENGINES[key] = HFEngine(
                 config.path, dtype=config.dtype, threads=config.threads,
-                prefix_cache=config.prefix_cache,
+                prefix_cache=config.prefix_cache, kv_tokens=config.kv_cache_tokens,
             )
         return engine
