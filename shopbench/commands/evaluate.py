@@ -174,6 +174,27 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         data = result.model_dump(mode="json")
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
 
+    @bench_app.command("layouts")
+    def bench_layouts(
+        curated: Path = typer.Option(..., "--curated", help="a curated set (curate's --out)"),
+        model: Path = typer.Option(..., "--model", help="model directory: its tokenizer counts"),
+        settings: list[str] = typer.Option(
+            ["step:compact/h1/brief", "episode:compact/tools"], "--setting",
+            help="LAYOUT:VIEW to build (repeat), layout step or episode",
+        ),
+        intents: list[str] = typer.Option(["product"], "--intent", help="intents built"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Tokens per curated episode in each row layout and view, as the trainer sees them."""
+        from shopbench.bench.layouts import LayoutsBenchConfig
+        from shopbench.bench.layouts import run as run_layouts
+
+        result = run_layouts(LayoutsBenchConfig(
+            curated=curated, model=model, settings=settings, intents=intents or None,
+        ))  # fmt: skip
+        data = result.model_dump(mode="json")
+        typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
+
     @bench_app.command("hf-policy")
     def bench_hf_policy(
         model: Path | None = _HF_BENCH.option("model", "--model"),
