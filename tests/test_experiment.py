@@ -190,7 +190,8 @@ def test_a_turn_budget_that_cuts_the_trained_turns_stops_before_training(
     out = tmp_path / "run"
     assert _run("--config", str(config), "--out", str(out)) == 2
     err = capsys.readouterr().err
-    assert "eval.max_tokens: a budget of 8 tokens a turn cuts" in err and "give at least" in err
+    assert "eval.max_tokens: arm curated: a budget of 8 tokens a turn cuts" in err
+    assert "give at least" in err
     assert not (out / "arms" / "curated" / "train").exists()
 
 

@@ -32,6 +32,9 @@ class TurnBudget(BaseModel):
     max: int
     budget: int = Field(description="tokens a turn may generate")
     cut_share: float = Field(description="share of the trained turns longer than the budget")
+    arms: dict[str, TurnBudget] = Field(
+        default_factory=dict, description="each arm's own budget, where several were measured"
+    )
 
 
 def turn_lengths(data: Path, tokenizer: Any, template: str) -> list[int]:
@@ -56,14 +59,23 @@ def turn_budget(
         raise DistillError("no trained assistant turn to measure a turn budget on")
     ordered = sorted(lengths)
     q = _quantile(ordered, quantile)
-    budget = given if given is not None else multiple * math.ceil(q / multiple)
-    cut = sum(1 for n in ordered if n > budget) / len(ordered)
+
+    def cut_at(budget: int) -> float:
+        return sum(1 for n in ordered if n > budget) / len(ordered)
+
+    def enough() -> int:  # the smallest multiple at or above the quantile that cuts few enough
+        budget = multiple * math.ceil(q / multiple)
+        while cut_at(budget) > max_cut_share:
+            budget += multiple
+        return budget
+
+    budget = given if given is not None else enough()
+    cut = cut_at(budget)
     if cut > max_cut_share:
-        enough = multiple * math.ceil(_quantile(ordered, 1 - max_cut_share) / multiple)
         raise DistillError(
             f"a budget of {budget} tokens a turn cuts {cut:.1%} of the {len(ordered)} trained "
             f"turns (at most {max_cut_share:.0%} allowed; median {_quantile(ordered, 0.5):.0f},"
-            f" p95 {q:.0f}, longest {ordered[-1]}): give at least {enough}"
+            f" p95 {q:.0f}, longest {ordered[-1]}): give at least {enough()}"
         )
     return TurnBudget(
         turns=len(ordered), median=_quantile(ordered, 0.5), p95=round(q, 1), max=ordered[-1],

@@ -216,8 +216,10 @@ def _policy_options(config: ExperimentConfig, budget: TurnBudget) -> PolicyOptio
 
 
 def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
-    """The turn budget (once): the trained arms' assistant turns measured in the model's
-    tokenizer; ExperimentError when the config's max_tokens cuts too many of them."""
+    """The turn budget (once): each trained arm's assistant turns measured in the model's
+    tokenizer, and the largest of the arms' budgets, so that no arm has more than
+    ``eval.max_cut_share`` of its own turns cut; ExperimentError when the config's
+    max_tokens cuts too many of any arm's turns."""
     from shopbench.distill.budget import turn_budget, turn_lengths
     from shopbench.distill.errors import DistillError
     from shopbench.distill.templates import training_template
@@ -229,13 +231,18 @@ def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
 
     tokenizer = AutoTokenizer.from_pretrained(str(config.model))
     template = training_template(tokenizer)
-    lengths = [n for arm in config.trained_arms
-               for n in turn_lengths(stages.arm(arm) / "sft", tokenizer, template)]  # fmt: skip
     spec = config.eval
-    try:
-        budget = turn_budget(lengths, given=spec.max_tokens, max_cut_share=spec.max_cut_share)
-    except DistillError as e:
-        raise ExperimentError(f"eval.max_tokens: {e}") from None
+    budgets: dict[str, TurnBudget] = {}
+    for arm in config.trained_arms:
+        lengths = turn_lengths(stages.arm(arm) / "sft", tokenizer, template)
+        try:
+            budgets[arm] = turn_budget(
+                lengths, given=spec.max_tokens, max_cut_share=spec.max_cut_share
+            )
+        except DistillError as e:
+            raise ExperimentError(f"eval.max_tokens: arm {arm}: {e}") from None
+    largest = max(budgets.values(), key=lambda b: b.budget)
+    budget = largest.model_copy(update={"arms": budgets})
     path.write_text(budget.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return budget
 
