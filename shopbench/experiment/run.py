@@ -207,11 +207,16 @@ def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
     stages.run(f"train {arm}", folder, work, keep=True)
 
 
+KV_CACHE_TOKENS = 1 << 16
+"""Tokens of earlier turns' keys and values an evaluated model keeps: every concurrent
+episode's whole history at the CPU design's lengths (the tokens generated are the same)."""
+
+
 def _policy_options(config: ExperimentConfig, budget: TurnBudget) -> PolicyOptions:
     spec = config.eval
     return PolicyOptions(
         max_tokens=budget.budget, turn_timeout_s=spec.turn_timeout_s, view=config.view,
-        max_batch=spec.concurrency,
+        max_batch=spec.concurrency, kv_cache_tokens=KV_CACHE_TOKENS,
     )  # fmt: skip
 
 
