@@ -13,8 +13,11 @@ from __future__ import annotations
 import statistics
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.records.task import Intent
 
 
 class LayoutsBenchConfig(BaseModel):
@@ -28,7 +31,7 @@ class LayoutsBenchConfig(BaseModel):
         default_factory=lambda: ["step:compact/h1/brief", "episode:compact/tools"],
         description="LAYOUT:VIEW pairs to build (layout: step or episode)",
     )
-    intents: list[str] | None = Field(default=["product"], description="intents built")
+    intents: list[Intent] | None = Field(default=None, description="intents built (None: all)")
 
 
 class LayoutFigure(BaseModel):
@@ -91,10 +94,11 @@ def run(cfg: LayoutsBenchConfig) -> LayoutsBenchResult:
                 )
                 system = [m for m in row["messages"] if m["role"] == "system"]
                 if system:
-                    opening += len(tokenizer.apply_chat_template(
+                    encoded_system: Any = tokenizer.apply_chat_template(
                         system, tools=_tools(row), tokenize=True, chat_template=template,
                         return_dict=True,
-                    )["input_ids"])  # fmt: skip
+                    )  # fmt: skip
+                    opening += len(encoded_system["input_ids"])
             totals = [sum(v) for v in per_episode.values()]
             all_tokens = sum(totals)
             figures.append(LayoutFigure(
@@ -107,7 +111,7 @@ def run(cfg: LayoutsBenchConfig) -> LayoutsBenchResult:
     return LayoutsBenchResult(curated=str(cfg.curated), model=str(cfg.model), figures=figures)
 
 
-def _tools(row: dict[str, object]) -> list[object] | None:
+def _tools(row: dict[str, Any]) -> Any:
     import json
 
     tools = row.get("tools")

@@ -182,16 +182,19 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             ["step:compact/h1/brief", "episode:compact/tools"], "--setting",
             help="LAYOUT:VIEW to build (repeat), layout step or episode",
         ),
-        intents: list[str] = typer.Option(["product"], "--intent", help="intents built"),
+        intents: list[str] = typer.Option(
+            ["product"], "--intent", help="intents built (repeat; default product)"
+        ),
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
         """Tokens per curated episode in each row layout and view, as the trainer sees them."""
         from shopbench.bench.layouts import LayoutsBenchConfig
         from shopbench.bench.layouts import run as run_layouts
 
-        result = run_layouts(LayoutsBenchConfig(
-            curated=curated, model=model, settings=settings, intents=intents or None,
-        ))  # fmt: skip
+        result = run_layouts(LayoutsBenchConfig.model_validate({
+            "curated": curated, "model": model, "settings": settings,
+            "intents": intents or None,
+        }))  # fmt: skip
         data = result.model_dump(mode="json")
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
 

@@ -247,7 +247,7 @@ class HFEngine:
         processors = LogitsProcessorList()
         if any(r.temperature > 0 for r in requests):
             processors.append(_RowSampler(requests))
-        config = GenerationConfig(
+        config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=False,
             eos_token_id=sorted(self.stop_ids), pad_token_id=self.pad_id,
             return_dict_in_generate=True,
