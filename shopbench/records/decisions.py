@@ -91,7 +91,7 @@ def episode_decisions(t: Trajectory) -> Decisions:
                 searches.add(normalised)
         elif entry.name == VIEW:
             args = entry.arguments if isinstance(entry.arguments, dict) else None
-            opened.update(tm.get(p, p) for p in _ids((args or {}).get("product_ids")))
+            opened.update(tm.get(p, p) for p in product_ids((args or {}).get("product_ids")))
     picks = tuple(p or "" for p in t.recommended_ids)
     return Decisions(frozenset(searches), frozenset(opened), picks, frozenset(errors))
 
@@ -114,7 +114,8 @@ def normalise_call(name: str, arguments: dict[str, Any] | str, token_map: Mappin
     return f"{name}:{' '.join(text.casefold().split())}"
 
 
-def _ids(value: object) -> list[str]:
+def product_ids(value: object) -> list[str]:
+    """The ids a ``product_ids`` argument names: comma-separated text or a list."""
     if isinstance(value, list):
         return [str(v).strip() for v in value if str(v).strip()]
     return [p.strip() for p in str(value or "").split(",") if p.strip()]

@@ -32,6 +32,7 @@ from shopbench.agents.base import Policy
 from shopbench.chat import AssistantMessage, read_arguments
 from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap
+from shopbench.records.decisions import product_ids
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
@@ -88,9 +89,7 @@ def _first_call(reply: AssistantMessage) -> tuple[str, str] | None:
 def _ids(arguments: str) -> list[str] | None:
     args, _ = read_arguments(arguments)
     value = (args or {}).get("product_ids")
-    if value is None:
-        return None
-    return [p.strip() for p in str(value).split(",") if p.strip()]
+    return None if value is None else product_ids(value)
 
 
 def judge_step(
