@@ -152,6 +152,10 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
         assert set(steps["metrics"]) >= {"parses", "right_tool"}
     assert "parses" in arms["curated"]["steps_minus_base"]
     assert set(report["stages_at"]) == set(report["stages_s"])
+    # Every arm's ASR comes before any step accuracy: the steps cost more and answer less.
+    order = list(json.loads((out / "stages.json").read_text())["finished"])
+    evals = [order.index(f"eval {a}") for a in arms]
+    assert max(evals) < min(order.index(f"steps {a}") for a in arms)
     held = report["heldout"]
     assert held["kept"] == 3 and held["shared"] == 0
     tasks = [json.loads(line) for line in (out / "heldout.jsonl").read_text().splitlines()]

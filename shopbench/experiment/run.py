@@ -20,8 +20,10 @@ and the reference episodes are settled before any training too, so an arm with t
 a held-out set that shares product groups with the training data or a turn budget that cuts
 the trained turns stops the run before the CPU is spent. Then ``base`` is evaluated, and
 each trained arm in the config's order is trained and evaluated, the report rewritten after
-each: a run stopped between arms (a session's end) resumes at the next stage, and the report
-holds every arm evaluated so far.
+each; step accuracy comes last, arm by arm (a model that has not learned the call format
+decodes every step to the turn budget, so it costs more than the arm's ASR and answers a
+smaller question). A run stopped between stages (a session's end) resumes at the next
+stage, and the report holds every arm evaluated so far.
 """
 
 from __future__ import annotations
@@ -393,11 +395,15 @@ def run_experiment(
         f"p95 {budget.p95:.0f}, longest {budget.max}; {budget.cut_share:.1%} cut)")  # fmt: skip
     references = _references(config, stages, catalog)
     report = Path()
-    for arm in [BASE, *config.trained_arms] if BASE in config.arms else config.trained_arms:
+    arms = [BASE, *config.trained_arms] if BASE in config.arms else config.trained_arms
+    for arm in arms:
         if arm != BASE:
             _train(config, stages, arm)
         _evaluate(config, stages, arm, catalog, budget)
-        _steps(config, stages, arm, catalog, budget, references)
         report = write_report(config, stages, held, catalog)
         log(f"report: {report} (arms so far: {arm} last)")
+    for arm in arms:
+        _steps(config, stages, arm, catalog, budget, references)
+        report = write_report(config, stages, held, catalog)
+        log(f"report: {report} (step accuracy so far: {arm} last)")
     return report
