@@ -22,7 +22,13 @@ from api_archives import HOSTILE, embargoed, run_arena
 from fastapi.testclient import TestClient
 from keyed_hash import KeyedHash
 
-from shopbench.archive.annotations import (
+from shopbench.archive.manifest import sha256_file
+from shopbench.archive.reader import list_archive
+from shopbench.archive.store import read_store
+from shopbench.cli import main
+from shopbench.commands.archive import annotation_book
+from shopbench.records.trajectory import Trajectory
+from shopbench.traces.annotations import (
     ANNOTATIONS_DIR,
     MAX_NOTE_CHARS,
     Annotation,
@@ -32,14 +38,8 @@ from shopbench.archive.annotations import (
     read_annotations,
     record_digest,
 )
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.manifest import sha256_file
-from shopbench.archive.reader import list_archive
-from shopbench.archive.store import read_store
-from shopbench.cli import main
-from shopbench.commands.archive import annotation_book
-from shopbench.records.trajectory import Trajectory
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
 from template.base.neuron import write_local_wallet
 from template.signing import HotkeySigner, HotkeyVerifier
 

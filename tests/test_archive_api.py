@@ -22,14 +22,14 @@ from api_archives import HOSTILE, PAYLOADS, VALIDATOR, embargoed, hostile, run_a
 from keyed_hash import KeyedHash
 from typer.testing import CliRunner
 
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.exports import trl_row
-from shopbench.archive.api.server import serving
 from shopbench.archive.manifest import ShardManifest, verify_manifest
 from shopbench.archive.store import read_store
 from shopbench.cli import app as cli_app
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.exports import trl_row
+from shopbench.traces.api.server import serving
 from template.signing import HotkeyVerifier
 
 

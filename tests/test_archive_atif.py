@@ -18,10 +18,6 @@ from keyed_hash import KeyedHash
 from typer.testing import CliRunner
 
 import shopbench
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.server import serving
-from shopbench.archive.atif import atif_document, atif_file_name, write_atif
 from shopbench.archive.errors import SinkError
 from shopbench.archive.signing import sign_trajectory, verify_trajectory
 from shopbench.archive.store import read_store
@@ -32,6 +28,10 @@ from shopbench.outcome.spec import Slot
 from shopbench.records.binding import result_digest
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.server import serving
+from shopbench.traces.atif import atif_document, atif_file_name, write_atif
 from shopbench.trajectory.loop import RunLimits, run_episode
 from template.signing import HotkeyVerifier
 

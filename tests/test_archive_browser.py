@@ -21,10 +21,10 @@ import pytest
 from api_archives import DIVERGES_AT, diverging, hostile, run_arena, store
 from headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.server import serving
 from shopbench.archive.store import read_store
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.server import serving
 
 pytestmark = pytest.mark.skipif(not AVAILABLE, reason=MISSING)
 
@@ -147,7 +147,7 @@ def test_annotations_show_in_the_list_and_on_the_episode(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from shopbench.archive.annotations import AnnotationBook, annotate, append_annotation
+    from shopbench.traces.annotations import AnnotationBook, annotate, append_annotation
     from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
     root = Path(shutil.copytree(arena_root, tmp_path / "archive"))
@@ -188,7 +188,7 @@ def test_the_task_page_opens_a_diff_that_marks_the_first_divergence(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    from shopbench.archive.diff import first_divergence
+    from shopbench.traces.diff import first_divergence
 
     root, a_id, b_id = diverging(arena_root, tmp_path / "pair")
     got = {t.episode_id: t for t in read_store(root)}

@@ -25,20 +25,20 @@ from api_archives import (
     store,
 )
 
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.server import serving
-from shopbench.archive.diff import (
+from shopbench.archive.errors import NotComparable
+from shopbench.archive.manifest import SHARD_GLOB
+from shopbench.archive.store import read_store
+from shopbench.records.trajectory import Trajectory
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.server import serving
+from shopbench.traces.diff import (
     diff,
     first_divergence,
     normalise_arguments,
     summarise,
     turn_calls,
 )
-from shopbench.archive.errors import NotComparable
-from shopbench.archive.manifest import SHARD_GLOB
-from shopbench.archive.store import read_store
-from shopbench.records.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

@@ -341,7 +341,7 @@ def test_a_local_folder_read_with_a_validator_key_drops_what_others_signed(
 def test_serve_with_a_validator_key_serves_only_its_verified_shards(
     episodes: list[Trajectory], tmp_path: Path
 ) -> None:
-    from shopbench.archive.api.index import ArchiveIndex
+    from shopbench.traces.api.index import ArchiveIndex
 
     root = tmp_path / "folder"
     real, forged = forged_folder(episodes, root)

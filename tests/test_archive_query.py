@@ -16,7 +16,6 @@ import pytest
 from keyed_hash import KeyedHash
 
 from shopbench.archive.errors import FilterError, QueryError, SinkError
-from shopbench.archive.export import export
 from shopbench.archive.filters import TraceFilter
 from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.layout import from_table, partition_of
@@ -24,6 +23,7 @@ from shopbench.archive.query import EmbargoView, query, sealed_shards
 from shopbench.archive.shards import write_shard
 from shopbench.bench.archive import play_episodes, synthesise
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.export import export
 
 VALIDATOR = "5BenchValidator"
 

@@ -22,7 +22,6 @@ import yaml
 from api_archives import PAYLOADS, hostile, run_arena
 from typer.testing import CliRunner
 
-from shopbench.archive.card import features_of, fenced, literal
 from shopbench.archive.layout import SCHEMA
 from shopbench.archive.manifest import SHARD_GLOB
 from shopbench.archive.store import read_store
@@ -30,6 +29,7 @@ from shopbench.cli import app
 from shopbench.curation.curated import CURATED_SCHEMA
 from shopbench.distill.dataset import SFT_SCHEMA
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.cards import features_of, fenced, literal
 
 ROOT = Path(__file__).resolve().parents[1]
 

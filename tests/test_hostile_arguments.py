@@ -22,14 +22,14 @@ import pytest
 from typer.testing import CliRunner
 
 from shopbench.agents.reference.vandal import HOSTILE_ARGUMENTS
-from shopbench.archive.api.app import create_app
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.server import serving
 from shopbench.archive.store import read_store
 from shopbench.chat import parse_arguments, read_arguments
 from shopbench.cli import app
 from shopbench.errors import UnreadableArguments
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.api.app import create_app
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.server import serving
 
 SEED, PRODUCTS, CHUNK, BANK_PER_INTENT = 7, 2000, 500, 2
 

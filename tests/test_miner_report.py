@@ -20,11 +20,11 @@ from api_archives import HOSTILE, embargoed, hostile, run_arena
 from headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 from typer.testing import CliRunner
 
-from shopbench.archive.report import ReportConfig, cut, miner_report
 from shopbench.archive.store import read_store
 from shopbench.cli import app, main
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.traces.report import ReportConfig, cut, miner_report
 
 
 @pytest.fixture(scope="module")

@@ -159,9 +159,9 @@ def test_the_deadline_is_a_serve_option_with_a_bound(
 
 
 def test_serving_in_process_takes_the_same_deadline(tmp_path: Path) -> None:
-    from shopbench.archive.api.app import create_app
-    from shopbench.archive.api.config import ApiConfig
-    from shopbench.archive.api.server import serving
+    from shopbench.traces.api.app import create_app
+    from shopbench.traces.api.config import ApiConfig
+    from shopbench.traces.api.server import serving
 
     app = create_app(ApiConfig(root=str(tmp_path)))
     with serving(app, header_timeout_s=0.5) as url:

@@ -15,12 +15,12 @@ from typing import Any
 
 import typer
 
-from shopbench.archive.annotations import MAX_PER_ANNOTATOR
-from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.errors import ArchiveError
 from shopbench.archive.remote import ArchiveSource
 from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
+from shopbench.traces.annotations import MAX_PER_ANNOTATOR
+from shopbench.traces.api.config import ApiConfig
 
 archive_app = typer.Typer(help="The older name of `shopbench traces serve`.",
                           no_args_is_help=True)  # fmt: skip
@@ -91,8 +91,8 @@ def serve_command(
     try:
         import uvicorn
 
-        from shopbench.archive.api.app import create_app
-        from shopbench.archive.api.server import uvicorn_options
+        from shopbench.traces.api.app import create_app
+        from shopbench.traces.api.server import uvicorn_options
     except ImportError as e:
         raise ArchiveError(
             f"traces serve needs the api extra: pip install -e '.[api]' ({e})"
@@ -122,8 +122,8 @@ def serve_command(
 def _index(config: ApiConfig, validator: str | None) -> Any:
     """The service's view of its folder: with `validator`, only that validator's verified
     shards (what is left out is said once on stderr)."""
-    from shopbench.archive.api.index import ArchiveIndex
     from shopbench.archive.reader import Trust
+    from shopbench.traces.api.index import ArchiveIndex
     from template.signing import HotkeyVerifier
 
     trust = Trust(validator=validator, verifier=HotkeyVerifier()) if validator else None
@@ -140,7 +140,7 @@ def annotation_book(
     """The annotations beside the folder the service shows, each line verified by its
     annotator's hotkey (only `annotators`' when given), at most `max_per_annotator` of one
     annotator shown on an episode."""
-    from shopbench.archive.annotations import AnnotationBook, AnnotationSettings
+    from shopbench.traces.annotations import AnnotationBook, AnnotationSettings
     from template.signing import HotkeyVerifier
 
     settings = AnnotationSettings(max_per_annotator=max_per_annotator)

@@ -62,10 +62,10 @@ def _read_source(  # type: ignore[no-untyped-def]
 ):
     """:func:`_read`, and how it read (the shards listed, the trust, the embargo) for the
     export's card."""
-    from shopbench.archive.export_card import ExportSource
     from shopbench.archive.query import query, sealed_shards
     from shopbench.archive.reader import Trust, list_archive
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
+    from shopbench.traces.cards import ExportSource
 
     embargo = load_embargo(directory).view()
     if embargo.lifted:
@@ -158,14 +158,14 @@ def export_command(
 ) -> None:
     """Export the matching episodes as a datasets folder, JSONL, ShoppingBench traces or
     ATIF documents."""
-    from shopbench.archive.export import EXPORT_FORMATS, export
+    from shopbench.traces.export import EXPORT_FORMATS, export
 
     if fmt not in EXPORT_FORMATS:
         raise typer.BadParameter(
             f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
             param_hint="--format",
         )
-    from shopbench.archive.export_card import write_export_card
+    from shopbench.traces.cards import write_export_card
 
     table, source = _read_source(directory, filters or TraceFilter(), signed_by)
     written = export(table, fmt, out)
@@ -181,8 +181,8 @@ def _export_annotations(  # type: ignore[no-untyped-def]
     """The verified annotations of the exported episodes, beside the export (the file and
     how many, None when there are none); each line that does not verify is named on stderr
     and left out."""
-    from shopbench.archive.annotations import read_annotations
-    from shopbench.archive.export import annotations_path, export_annotations
+    from shopbench.traces.annotations import read_annotations
+    from shopbench.traces.export import annotations_path, export_annotations
     from template.signing import HotkeyVerifier
 
     read = read_annotations(directory, HotkeyVerifier())
@@ -198,11 +198,11 @@ def _export_annotations(  # type: ignore[no-untyped-def]
 
 def _report_config_block() -> Block:
     """The miner report's settings as options, derived from
-    :class:`~shopbench.archive.report.ReportConfig` and built into it (``config``); a
+    :class:`~shopbench.traces.report.ReportConfig` and built into it (``config``); a
     malformed value is a usage error naming its flag."""
     from pydantic import ValidationError
 
-    from shopbench.archive.report import ReportConfig
+    from shopbench.traces.report import ReportConfig
 
     def build(**values: str | None) -> ReportConfig:
         given = {k: v for k, v in values.items() if v is not None}
@@ -236,13 +236,13 @@ def report_command(
     from shopbench.archive.errors import ArchiveError, NotFound
 
     try:
-        from shopbench.archive.api.report_page import write_report
+        from shopbench.traces.api.report_page import write_report
     except ImportError as e:
         raise ArchiveError(
             f"traces report needs the api extra: pip install -e '.[api]' ({e})"
         ) from None
     from shopbench.archive.layout import from_table
-    from shopbench.archive.report import miner_report
+    from shopbench.traces.report import miner_report
 
     table, source = _read_source(root, TraceFilter.parse({"miner_uid": [miner]}), signed_by)
     report = miner_report(

@@ -3,7 +3,7 @@
 An annotation is signed with the annotator's hotkey, the wallet named as the neurons name
 theirs (``--wallet.name``, ``--wallet.hotkey``, ``--wallet.path``; the defaults are
 ``template.base.config.WalletConfig``'s), and appended to
-``<root>/_annotations/<hotkey>.jsonl`` (:mod:`shopbench.archive.annotations`); the archive's
+``<root>/_annotations/<hotkey>.jsonl`` (:mod:`shopbench.traces.annotations`); the archive's
 shards and manifests are never touched. Listing verifies every line with the hotkey
 verifier and names each line it does not show; a line repeating an annotation already read
 is listed once (the count of repeats said on stderr), and past the cap on one annotator's
@@ -19,8 +19,8 @@ from typing import Any
 
 import typer
 
-from shopbench.archive.annotations import LABELS, MAX_NOTE_CHARS, AnnotationSettings
 from shopbench.archive.errors import AnnotationRefused
+from shopbench.traces.annotations import LABELS, MAX_NOTE_CHARS, AnnotationSettings
 
 _ROOT_HELP = "archive root (the store's directory, or a pulled folder)"
 _CAP = AnnotationSettings.model_fields["max_per_annotator"]
@@ -64,7 +64,7 @@ def annotate_command(
     wallet_path: str | None = typer.Option(None, "--wallet.path", help="directory of wallets"),
 ) -> None:
     """Sign a label (and note) on an episode or one of its turns, stored beside the archive."""
-    from shopbench.archive.annotations import (
+    from shopbench.traces.annotations import (
         RETRACT,
         annotate,
         append_annotation,
@@ -101,7 +101,7 @@ def annotations_command(
     ),
 ) -> None:
     """List the annotations, each verified; lines that fail are named on stderr (exit 1)."""
-    from shopbench.archive.annotations import bound, read_annotations, records_by_id
+    from shopbench.traces.annotations import bound, read_annotations, records_by_id
 
     settings = AnnotationSettings(max_per_annotator=max_per_annotator)
     read = read_annotations(root, _verifier(), annotators=annotator)
@@ -139,7 +139,7 @@ def annotations_command(
 
 def _withhold(rows: list[dict[str, Any]], chosen: list[Any], limit: int) -> None:
     """Mark ``withheld`` the shown rows past `limit` of one annotator on one episode."""
-    from shopbench.archive.annotations import withheld_ids
+    from shopbench.traces.annotations import withheld_ids
 
     shown = [(r["id"], a) for r, a in zip(rows, chosen, strict=True) if r["state"] == "shown"]
     past = withheld_ids(shown, limit)

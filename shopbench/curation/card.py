@@ -4,8 +4,8 @@ Built from what the run wrote and decided — the Parquet files' own schema and 
 report (:class:`~shopbench.curation.report.CurationReport`: its config, its kept and dropped
 counts per rule, its contamination counts with each test file's sha256) and the shards the
 run read with how each was checked — and written by the archive's generic card writer
-(:mod:`shopbench.archive.card`). Nothing a miner wrote is shown: hotkeys, paths and file
-names go through :func:`~shopbench.archive.card.literal`, reasons stay in ``report.md``.
+(:mod:`shopbench.traces.cards`). Nothing a miner wrote is shown: hotkeys, paths and file
+names go through :func:`~shopbench.traces.cards.literal`, reasons stay in ``report.md``.
 """
 
 from __future__ import annotations
@@ -15,23 +15,25 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from shopbench.archive.card import (
+from shopbench.archive.signing import Verifier
+from shopbench.curation.curated import CuratedEpisode
+from shopbench.curation.report import REPORT_JSON, REPORT_MD, CurationReport
+from shopbench.curation.source import ArchiveShards
+from shopbench.traces.cards import (
     DatasetCard,
+    ShardSource,
     Split,
+    archive_notes,
     fenced,
     license_section,
     literal,
+    provenance_section,
+    range_of_files,
     schema_table,
     shopbench_version,
     table_notes,
     write_card,
 )
-from shopbench.archive.export_card import archive_notes
-from shopbench.archive.provenance import ShardSource, provenance_section, range_of_files
-from shopbench.archive.signing import Verifier
-from shopbench.curation.curated import CuratedEpisode
-from shopbench.curation.report import REPORT_JSON, REPORT_MD, CurationReport
-from shopbench.curation.source import ArchiveShards
 
 CURATION_COLUMNS = {"curation_weight": "weight", "curation_tags": "tags", "turn_mask": "turn_mask"}
 """Curation's columns and the :class:`CuratedEpisode` field each holds."""

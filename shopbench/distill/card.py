@@ -17,21 +17,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from shopbench.archive.card import (
+from shopbench.curation.card import contamination_section
+from shopbench.curation.curated import curated_files
+from shopbench.curation.report import REPORT_JSON, CurationReport
+from shopbench.traces.cards import (
     DatasetCard,
     Split,
     fenced,
     license_section,
     literal,
+    provenance_section,
+    range_of_files,
     schema_table,
     shopbench_version,
     table_notes,
     write_card,
 )
-from shopbench.archive.provenance import provenance_section, range_of_files
-from shopbench.curation.card import contamination_section
-from shopbench.curation.curated import curated_files
-from shopbench.curation.report import REPORT_JSON, CurationReport
 
 SFT_NOTES = {
     "messages": "the conversation in TRL's conversational format",

@@ -1,9 +1,9 @@
 """A miner's report as one self-contained HTML file, for reading offline.
 
 The page is the browser's kind of page with nothing to fetch: rendered in the browser's
-Jinja environment (:mod:`shopbench.archive.api.templating`: autoescaped, nothing marked
+Jinja environment (:mod:`shopbench.traces.api.templating`: autoescaped, nothing marked
 safe), its stylesheet inline, no script, no image, no font, no link off the page. It carries
-its own Content-Security-Policy, stricter than the service's (:data:`~shopbench.archive.api.
+its own Content-Security-Policy, stricter than the service's (:data:`~shopbench.traces.api.
 guard.CSP`): nothing may load from anywhere, and the only style that applies is the page's
 own stylesheet, named by its sha256 — so a ``<style>``, a ``style=`` attribute or a
 stylesheet link that escaping missed would do nothing either.
@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from shopbench.archive.api.templating import env
 from shopbench.archive.errors import ArchiveError
-from shopbench.archive.report import MinerReport
+from shopbench.traces.api.templating import env
+from shopbench.traces.report import MinerReport
 
 TEMPLATE = "miner_report.html"
 STYLE = "_report_style.html"

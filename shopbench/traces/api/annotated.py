@@ -2,11 +2,11 @@
 
 An annotation is shown beside an episode when the service publishes the episode (the
 embargo and the trusted validator already decided that: :meth:`ArchiveIndex.trajectory`),
-its line verified by the service's verifier (:class:`~shopbench.archive.annotations.
+its line verified by the service's verifier (:class:`~shopbench.traces.annotations.
 AnnotationBook`), no later line of its annotator retracts it, and it was made on exactly
-the record served (:func:`~shopbench.archive.annotations.bound`). The same signed
+the record served (:func:`~shopbench.traces.annotations.bound`). The same signed
 annotation is shown once however often its line is repeated, and each annotator shows at
-most :attr:`~shopbench.archive.annotations.AnnotationSettings.max_per_annotator` on one
+most :attr:`~shopbench.traces.annotations.AnnotationSettings.max_per_annotator` on one
 episode (the earliest; how many more are withheld is said). A service started without a
 verifier for annotations shows none.
 """
@@ -17,15 +17,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shopbench.archive.annotations import (
+from shopbench.records.trajectory import Trajectory
+from shopbench.traces.annotations import (
     Annotation,
     AnnotationBook,
     AnnotationSettings,
     Shown,
     record_digest,
 )
-from shopbench.archive.api.index import ArchiveIndex
-from shopbench.records.trajectory import Trajectory
+from shopbench.traces.api.index import ArchiveIndex
 
 
 class ShownAnnotation(BaseModel):

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from shopbench.archive.api.config import ApiConfig
 from shopbench.archive.errors import SinkError
+from shopbench.traces.api.config import ApiConfig
 
 _DEFAULTS = ApiConfig(root=".")
 
@@ -30,11 +30,11 @@ def proxy_options(trusted_proxies: Sequence[str]) -> dict[str, Any]:
 def connection_options(header_timeout_s: float, keep_alive_s: float) -> dict[str, Any]:
     """uvicorn's connection settings (``ApiConfig.header_timeout_s``, ``keep_alive_s``): its
     h11 protocol with a deadline on each request header
-    (:class:`~shopbench.archive.api.connections.HeaderDeadlineProtocol`: a connection with
+    (:class:`~shopbench.traces.api.connections.HeaderDeadlineProtocol`: a connection with
     no complete header within `header_timeout_s` is answered 408 and closed; uvicorn has no
     such deadline of its own), and an idle kept-alive connection closed after
     `keep_alive_s`."""
-    from shopbench.archive.api.connections import header_deadline_protocol
+    from shopbench.traces.api.connections import header_deadline_protocol
 
     return {
         "http": header_deadline_protocol(header_timeout_s),

@@ -4,8 +4,8 @@ A round is one block of one miner's episodes (every miner plays the same tasks i
 its score is the mean episode score over the episodes archived, folded into the miner's EMA
 by :meth:`~shopbench.scoring.weights.ScoreBook.update` with the release's ``ema_alpha``
 (a uid whose hotkey changes starts again from zero). The leaderboard
-(:mod:`shopbench.archive.api.summary`, from SQL sums) and a miner's offline report
-(:mod:`shopbench.archive.report`, from the records) both fold through :func:`ema_rounds`.
+(:mod:`shopbench.traces.api.summary`, from SQL sums) and a miner's offline report
+(:mod:`shopbench.traces.report`, from the records) both fold through :func:`ema_rounds`.
 """
 
 from __future__ import annotations

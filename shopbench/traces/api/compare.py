@@ -1,5 +1,5 @@
 """Two episodes of one task compared: ``/v1/diff?a=…&b=…`` (JSON) and ``/diff?a=…&b=…``
-(the page), both from :func:`shopbench.archive.diff.diff`.
+(the page), both from :func:`shopbench.traces.diff.diff`.
 
 Each id is looked up as the episode route looks it up, so an unknown and an embargoed
 episode get the same 404; two episodes of different tasks (or one twice) are a 422 naming
@@ -11,11 +11,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.api.pages import render
-from shopbench.archive.api.routes import ID_PATTERN
-from shopbench.archive.diff import EpisodeDiff, diff
 from shopbench.archive.errors import FilterError, NotFound
+from shopbench.traces.api.index import ArchiveIndex
+from shopbench.traces.api.pages import render
+from shopbench.traces.api.routes import ID_PATTERN
+from shopbench.traces.diff import EpisodeDiff, diff
 
 PARAMETERS = ("a", "b")
 

@@ -19,9 +19,14 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, ValidationError
 
-from shopbench.archive.annotations import AnnotationBook
-from shopbench.archive.api.annotated import EpisodeAnnotations, episode_annotations, label_rows
-from shopbench.archive.api.exports import (
+from shopbench.archive.errors import FilterError, NotFound
+from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, TraceFilter
+from shopbench.archive.layout import from_table, record_json_sql
+from shopbench.archive.manifest import ShardManifest
+from shopbench.archive.query import Cursor
+from shopbench.traces.annotations import AnnotationBook
+from shopbench.traces.api.annotated import EpisodeAnnotations, episode_annotations, label_rows
+from shopbench.traces.api.exports import (
     FORMATS,
     MEDIA_TYPES,
     SUFFIXES,
@@ -32,14 +37,9 @@ from shopbench.archive.api.exports import (
     trl_lines,
     trl_row,
 )
-from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.api.summary import Leaderboard, Stats, leaderboard, stats
-from shopbench.archive.atif import atif_file_name, atif_line
-from shopbench.archive.errors import FilterError, NotFound
-from shopbench.archive.filters import BIGINT_MAX, MAX_LIMIT, TraceFilter
-from shopbench.archive.layout import from_table, record_json_sql
-from shopbench.archive.manifest import ShardManifest
-from shopbench.archive.query import Cursor
+from shopbench.traces.api.index import ArchiveIndex
+from shopbench.traces.api.summary import Leaderboard, Stats, leaderboard, stats
+from shopbench.traces.atif import atif_file_name, atif_line
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 """What an episode or task id in a path looks like; anything else is a 422."""

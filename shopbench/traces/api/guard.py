@@ -6,7 +6,7 @@ The rate limit is a token bucket per client address: ``burst`` requests at once,
 ``rate_per_s``; a request finding the bucket empty is answered 429 with ``Retry-After`` (the
 seconds until a token is back). The address is the ASGI scope's client: the socket's peer,
 or the client named in X-Forwarded-For when the peer is one of ``ApiConfig.trusted_proxies``
-(uvicorn decides, :func:`~shopbench.archive.api.server.proxy_options`); a client never
+(uvicorn decides, :func:`~shopbench.traces.api.server.proxy_options`); a client never
 chooses its own bucket. Every page carries a Content-Security-Policy that allows
 only the service's own scripts and styles, no inline script or style, no frames, no other
 origin — so even text that escaping missed could not run.

@@ -39,7 +39,7 @@ def unreadable(text: str | None) -> str | None:
 
 
 env = Environment(
-    loader=PackageLoader("shopbench.archive.api", "templates"),
+    loader=PackageLoader("shopbench.traces.api", "templates"),
     autoescape=True,
     undefined=StrictUndefined,
     trim_blocks=True,

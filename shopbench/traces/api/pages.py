@@ -3,7 +3,7 @@
 Miner-written text — reasoning, content, tool arguments, the agent's name — is hostile.
 Every template is autoescaped, none marks anything safe, no value is placed in a script,
 a style or an event attribute, and the pages are served under a policy that runs only the
-service's own script file (:mod:`shopbench.archive.api.guard`). The leaderboard's chart is
+service's own script file (:mod:`shopbench.traces.api.guard`). The leaderboard's chart is
 SVG drawn here from numbers alone.
 """
 
@@ -15,16 +15,16 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse
 
-from shopbench.archive.annotations import AnnotationBook
-from shopbench.archive.api.annotated import by_turn, label_rows, shown_of
-from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.api.routes import ID_PATTERN, encode_cursor, read_request
-from shopbench.archive.api.summary import Leaderboard, leaderboard, stats
-from shopbench.archive.api.templating import env, pretty, unreadable
 from shopbench.archive.errors import NotFound
 from shopbench.archive.filters import TraceFilter, allowed_values
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.annotations import AnnotationBook
+from shopbench.traces.api.annotated import by_turn, label_rows, shown_of
+from shopbench.traces.api.index import ArchiveIndex
+from shopbench.traces.api.routes import ID_PATTERN, encode_cursor, read_request
+from shopbench.traces.api.summary import Leaderboard, leaderboard, stats
+from shopbench.traces.api.templating import env, pretty, unreadable
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip

@@ -18,9 +18,9 @@ from urllib.parse import quote
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.head import HEADS_DIR, head_path
 from shopbench.archive.manifest import MANIFESTS_DIR, manifest_path
+from shopbench.traces.api.index import ArchiveIndex
 
 
 def _published(index: ArchiveIndex) -> set[str]:

@@ -2,7 +2,7 @@
 
 :func:`miner_report` builds a :class:`MinerReport` from the archived trajectories of one
 miner (uid), so the numbers are testable without any HTML; the offline page
-(:mod:`shopbench.archive.api.report_page`) only lays them out. Every string a miner wrote
+(:mod:`shopbench.traces.api.report_page`) only lays them out. Every string a miner wrote
 (reasoning, content, tool arguments, the declared status, the agent's name), and every one
 that may quote it (the judge's evidence, the diagnosis's detail), is cut to
 :attr:`ReportConfig.max_text_chars` here, with control and bidirectional-override characters
@@ -12,7 +12,7 @@ The scores are the archive's own: ASR is successes over episodes, overall and pe
 the failures are :attr:`~shopbench.records.trajectory.Trajectory.diagnosis` (one closed set
 of kinds, with the failing constraint); the gates are the judge's verdict (``gates``,
 ``stopped_at``, ``criteria`` with their evidence). The EMA is rebuilt by the
-leaderboard's fold (:func:`~shopbench.archive.ema.ema_rounds`): a round is one block of the
+leaderboard's fold (:func:`~shopbench.traces.ema.ema_rounds`): a round is one block of the
 miner's episodes, its score their mean, folded with the release's ``ema_alpha``.
 """
 
@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.archive.ema import RoundEma, ema_rounds
 from shopbench.chat import clip
 from shopbench.records.diagnosis import DIAGNOSIS_KINDS
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.traces.ema import RoundEma, ema_rounds
 
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -204,7 +204,7 @@ def _line(t: Trajectory, limit: int) -> EpisodeLine:
 
 
 def _rounds(uid: int, episodes: Sequence[Trajectory], alpha: float) -> list[RoundEma]:
-    """The miner's rounds (:func:`~shopbench.archive.ema.ema_rounds`, as the leaderboard
+    """The miner's rounds (:func:`~shopbench.traces.ema.ema_rounds`, as the leaderboard
     folds them)."""
     return ema_rounds(((uid, t.miner_hotkey, t.block, 1, t.score or 0.0) for t in episodes), alpha)
 

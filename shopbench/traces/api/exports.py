@@ -10,7 +10,7 @@
   sample per episode: the conversation as Inspect chat messages, the final turn as the
   output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, and the
   ids in the sample's metadata; Inspect's viewer and its log readers open it;
-- ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.archive.atif`);
+- ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.traces.atif`);
   a single episode's is its one JSON document.
 """
 
@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pydantic_core
 
-from shopbench.archive.atif import atif_lines, load_atif
 from shopbench.archive.layout import SCHEMA, from_table, record_dicts
 from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.atif import atif_lines, load_atif
 
 FORMATS = ("json", "jsonl", "parquet", "trl", "eval", "atif")
 """What ``/v1/trajectories`` answers in (``json`` pages; the rest stream every match)."""

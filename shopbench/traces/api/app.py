@@ -16,12 +16,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from shopbench.archive.annotations import AnnotationBook
-from shopbench.archive.api import compare, mirror, pages, routes
-from shopbench.archive.api.config import ApiConfig
-from shopbench.archive.api.guard import Guard
-from shopbench.archive.api.index import ArchiveIndex
 from shopbench.archive.errors import FilterError, NotComparable, NotFound, SinkError
+from shopbench.traces.annotations import AnnotationBook
+from shopbench.traces.api import compare, mirror, pages, routes
+from shopbench.traces.api.config import ApiConfig
+from shopbench.traces.api.guard import Guard
+from shopbench.traces.api.index import ArchiveIndex
 
 
 def _wants_html(request: Request) -> bool:
@@ -54,7 +54,7 @@ def create_app(
                                     max_page_size=config.max_page_size, annotations=annotations))
     app.include_router(compare.router(index))
     app.include_router(mirror.router(index))
-    app.mount("/static", StaticFiles(packages=[("shopbench.archive.api", "static")]), "static")
+    app.mount("/static", StaticFiles(packages=[("shopbench.traces.api", "static")]), "static")
 
     @app.exception_handler(FilterError)
     async def bad_filter(request: Request, e: FilterError) -> Response:

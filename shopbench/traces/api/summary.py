@@ -1,7 +1,7 @@
 """What the leaderboard and the stats routes compute from the archived episodes.
 
 The leaderboard rebuilds each miner's EMA the way a validator keeps it
-(:func:`~shopbench.archive.ema.ema_rounds`: a round is one block of one miner's episodes,
+(:func:`~shopbench.traces.ema.ema_rounds`: a round is one block of one miner's episodes,
 scored by their mean, folded with the release's ``ema_alpha``). An archive holds only the
 episodes that were archived, so a round whose episodes were lost scores over those kept.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.archive.api.index import ArchiveIndex
-from shopbench.archive.ema import RoundEma, ema_rounds
 from shopbench.archive.filters import TraceFilter
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.traces.api.index import ArchiveIndex
+from shopbench.traces.ema import RoundEma, ema_rounds
 
 
 class MinerRow(BaseModel):

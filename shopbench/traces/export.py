@@ -1,5 +1,5 @@
 """Exports of a query's result: a ``datasets`` folder, JSONL records, ShoppingBench traces,
-ATIF documents (a folder of one ``<episode_id>.json`` each, :mod:`shopbench.archive.atif`).
+ATIF documents (a folder of one ``<episode_id>.json`` each, :mod:`shopbench.traces.atif`).
 
 Each export takes the Arrow table :func:`shopbench.archive.query.query` returned, so the
 filters and the store's embargo have already been applied; nothing here reads a shard.
@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from shopbench.archive.annotations import AnnotationRead, bound_all, write_annotations
-from shopbench.archive.atif import export_atif
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
+from shopbench.traces.annotations import AnnotationRead, bound_all, write_annotations
+from shopbench.traces.atif import export_atif
 
 DATASET_ROWS_PER_FILE = 100_000
 """Rows per Parquet file of a ``datasets`` export."""
@@ -71,7 +71,7 @@ def annotations_path(fmt: str, written: Path) -> Path:
 
 def export_annotations(table: pa.Table, read: AnnotationRead, path: Path) -> int:
     """Write at `path` the live annotations of the episodes in `table` that were made on
-    exactly the records exported (:func:`~shopbench.archive.annotations.bound`), one signed
+    exactly the records exported (:func:`~shopbench.traces.annotations.bound`), one signed
     line each, as the annotator's file holds it; returns how many. None: no file (an old
     one at `path` is removed, so it never describes another export)."""
     grouped = read.by_episode()
