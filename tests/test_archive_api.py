@@ -28,8 +28,8 @@ from shopbench.cli import app as cli_app
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.api.app import create_app
 from shopbench.traces.api.config import ApiConfig
-from shopbench.traces.api.exports import trl_row
 from shopbench.traces.api.server import serving
+from shopbench.traces.streams import chat_row
 from template.signing import HotkeyVerifier
 
 
@@ -190,9 +190,9 @@ def test_bulk_formats_read_back_with_their_own_readers(
                for r in rows for m in r["messages"] for c in m.get("tool_calls") or [])  # fmt: skip
     every = api.get("/v1/trajectories?format=trl").text.splitlines()
     canon = sorted(json.dumps(json.loads(x), sort_keys=True) for x in every)
-    assert canon == sorted(json.dumps(trl_row(t), sort_keys=True) for t in records.values())
+    assert canon == sorted(json.dumps(chat_row(t), sort_keys=True) for t in records.values())
     single = api.get(f"/v1/trajectories/{next(iter(records))}?format=trl").text
-    assert json.loads(single) == trl_row(records[next(iter(records))])
+    assert json.loads(single) == chat_row(records[next(iter(records))])
 
 
 def test_an_eval_export_opens_with_inspects_own_reader(
@@ -232,7 +232,7 @@ def test_an_eval_export_opens_with_inspects_own_reader(
         ("/v1/trajectories?success=maybe", 422, "success", ["true", "false"]),
         ("/v1/trajectories?colour=red", 422, "colour", None),
         ("/v1/trajectories?format=xml", 422, "format",
-         ["json", "jsonl", "parquet", "trl", "eval", "atif"]),
+         ["json", "jsonl", "parquet", "chat", "shoppingbench", "atif", "eval"]),
         ("/v1/trajectories?limit=0", 422, "limit", None),
         ("/v1/trajectories?limit=501", 422, "limit", None),
         ("/v1/trajectories?cursor=not-a-cursor", 422, "cursor", None),

@@ -94,7 +94,12 @@ def test_the_whole_archive_exports_one_valid_atif_file_per_episode(
         assert doc.agent.tool_definitions == t.tools
         assert ours(doc.agent.extra) == {"system_prompt_version": t.system_prompt_version}
         assert doc.final_metrics is not None and doc.final_metrics.total_steps == len(doc.steps)
-        assert ours(doc.final_metrics.extra)["tool_calls"] == len(t.tool_log)
+        assert ours({"shopbench": doc.final_metrics.extra["shopbench"]})["tool_calls"] == len(
+            t.tool_log
+        )
+        # the reward where ATIF readers look for one: the outcome, as ShoppingBench scores it
+        assert doc.final_metrics.extra["reward"] == (1.0 if t.outcome.success else 0.0)
+        assert doc.final_metrics.extra["success"] is t.outcome.success
         said = [m for m in t.messages if m.role != "tool"]
         sources = {"system": "system", "user": "user", "assistant": "agent"}
         assert [s.source for s in doc.steps] == [sources[m.role] for m in said]

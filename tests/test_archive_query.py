@@ -23,7 +23,7 @@ from shopbench.archive.query import EmbargoView, query, sealed_shards
 from shopbench.archive.shards import write_shard
 from shopbench.bench.archive import play_episodes, synthesise
 from shopbench.records.trajectory import Trajectory
-from shopbench.traces.export import export
+from shopbench.traces.formats import export
 
 VALIDATOR = "5BenchValidator"
 
@@ -216,7 +216,7 @@ def test_a_shoppingbench_export_holds_each_turn_and_the_catalog_ids(
                     assert ids == [t.token_map.get(i.strip(), i.strip()) for i in sent]
                     recommended += 1
     assert recommended > 0
-    with pytest.raises(SinkError, match="allowed: datasets, jsonl, shoppingbench"):
+    with pytest.raises(SinkError, match="allowed: jsonl, parquet, chat, shoppingbench"):
         export(table, "csv", tmp_path / "x")
 
 

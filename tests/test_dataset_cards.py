@@ -148,7 +148,7 @@ def test_a_datasets_export_card_states_range_validators_and_loads(
     assert sorted(ds["train"]["episode_id"]) == sorted(t.episode_id for t in records)
     hub = _hub_card(out / "README.md")
     assert hub.data.license == "apache-2.0"
-    assert hub.data.pretty_name == "shopbench trajectories (datasets export)"
+    assert hub.data.pretty_name == "shopbench trajectories (parquet export)"
     assert "shopbench" in hub.data.tags
 
     # and its split sizes are checked: a card that lies about them fails to load

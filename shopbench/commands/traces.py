@@ -15,6 +15,7 @@ import typer
 
 from shopbench.archive.filters import TraceFilter, is_list_filter
 from shopbench.commands.blocks import Block, model_options, takes
+from shopbench.traces.formats import ALIASES, FORMATS
 
 traces_app = typer.Typer(
     help="The trajectory archive: query, export, pull, publish, serve (the API and browser).",
@@ -22,6 +23,10 @@ traces_app = typer.Typer(
 )
 
 QUERY_FORMATS = ("table", "jsonl", "parquet")
+_FORMAT_HELP = "; ".join(
+    f"{f.name} ({'a folder' if f.folder else 'a file'}): {f.shape[0].lower()}"
+    f"{f.shape.split(':')[0][1:]}" for f in FORMATS.values()
+) + f" (older names: {', '.join(f'{a} = {n}' for a, n in ALIASES.items())})"
 
 
 def _filter_block() -> Block:
@@ -145,38 +150,31 @@ def _print_table(table, out: Path | None) -> None:  # type: ignore[no-untyped-de
 @takes(FILTERS)
 def export_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
-    fmt: str = typer.Option(
-        ...,
-        "--format",
-        help="datasets (a folder for load_dataset('parquet', data_dir=…)), "
-        "jsonl, shoppingbench (ShoppingBench's rollout traces), or atif (a new folder of "
-        "ATIF v1.7 documents, one <episode_id>.json per episode)",
-    ),  # fmt: skip
-    out: Path = typer.Option(..., "--out", help="folder (datasets, atif) or file"),
+    fmt: str = typer.Option(..., "--format", help=_FORMAT_HELP),
+    out: Path = typer.Option(..., "--out", help="a new folder (parquet, atif) or a file"),
     signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
     filters: TraceFilter | None = None,
 ) -> None:
-    """Export the matching episodes as a datasets folder, JSONL, ShoppingBench traces or
-    ATIF documents."""
-    from shopbench.traces.export import EXPORT_FORMATS, export
+    """Export the matching episodes in one of the export formats, with its dataset card."""
+    from shopbench.archive.errors import SinkError
+    from shopbench.traces.formats import export, export_format
 
-    if fmt not in EXPORT_FORMATS:
-        raise typer.BadParameter(
-            f"{fmt!r} is not a format (allowed: {', '.join(EXPORT_FORMATS)})",
-            param_hint="--format",
-        )
+    try:
+        spec = export_format(fmt)
+    except SinkError as e:
+        raise typer.BadParameter(str(e), param_hint="--format") from None
     from shopbench.traces.cards import write_export_card
 
     table, source = _read_source(directory, filters or TraceFilter(), signed_by)
-    written = export(table, fmt, out)
+    written = export(table, spec.name, out)
     typer.echo(f"exported {table.num_rows} episodes to {written}")
-    annotations = _export_annotations(directory, table, fmt, written)
-    card = write_export_card(written, fmt, table, source, annotations)
+    annotations = _export_annotations(directory, table, written)
+    card = write_export_card(written, spec.name, table, source, annotations)
     typer.echo(f"dataset card {card}")
 
 
 def _export_annotations(  # type: ignore[no-untyped-def]
-    directory: Path, table, fmt: str, written: Path
+    directory: Path, table, written: Path
 ) -> tuple[Path, int] | None:
     """The verified annotations of the exported episodes, beside the export (the file and
     how many, None when there are none); each line that does not verify is named on stderr
@@ -188,7 +186,7 @@ def _export_annotations(  # type: ignore[no-untyped-def]
     read = read_annotations(directory, HotkeyVerifier())
     for problem in read.problems:
         typer.echo(f"annotation left out {problem}", err=True)
-    path = annotations_path(fmt, written)
+    path = annotations_path(written)
     n = export_annotations(table, read, path)
     if not n:
         return None

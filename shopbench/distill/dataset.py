@@ -53,7 +53,7 @@ _MESSAGE = pa.struct(
 SFT_SCHEMA = pa.schema(
     [
         ("messages", pa.list_(_MESSAGE)),
-        ("tools", pa.string()),
+        ("tools", pa.json_()),
         ("train_turns", pa.list_(pa.bool_())),
         ("episode_id", pa.string()),
         ("task_id", pa.string()),
@@ -64,7 +64,10 @@ SFT_SCHEMA = pa.schema(
         ("weight", pa.float64()),
     ]
 )
-"""The SFT dataset's columns: TRL's ``messages`` and ``tools``, then ours."""
+"""The SFT dataset's columns: TRL's ``messages`` and ``tools``, then ours. ``tools`` is an
+Arrow JSON column: pyarrow and DuckDB read the schemas' JSON text, ``datasets`` decodes it to
+the list of function schemas (however their parameters differ) that ``apply_chat_template``
+and TRL take."""
 
 
 class BuildConfig(BaseModel):

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import shopbench
 from shopbench.archive.errors import SinkError
@@ -251,6 +252,19 @@ def _root_extra(t: Trajectory) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _reward(t: Trajectory, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The trajectory's aggregate metrics: the reward where ATIF readers look for one
+    (``final_metrics.extra.reward``: 1.0 when the outcome grade is a success, else 0.0, as
+    ShoppingBench scores an episode), the success itself, the validator's combined score
+    (absent when unjudged), and our own figures under ``shopbench``."""
+    out: dict[str, Any] = {"reward": 1.0 if t.outcome.success else 0.0,
+                           "success": t.outcome.success}  # fmt: skip
+    if t.score is not None:
+        out["score"] = t.score
+    out[EXTRA_KEY] = metrics
+    return out
+
+
 def to_atif(t: Trajectory) -> atif.Trajectory:
     """`t` as one ATIF v1.7 trajectory (see the module docstring), validated by the
     ``atif`` package's models; SinkError when the package is not installed."""
@@ -273,7 +287,7 @@ def to_atif(t: Trajectory) -> atif.Trajectory:
         ),
         steps=steps,
         notes=NOTES,
-        final_metrics=models.FinalMetrics(total_steps=len(steps), extra={EXTRA_KEY: metrics}),
+        final_metrics=models.FinalMetrics(total_steps=len(steps), extra=_reward(t, metrics)),
         extra={EXTRA_KEY: _root_extra(t)},
     )  # fmt: skip
     return document
@@ -317,9 +331,28 @@ def write_atif(trajectories: Iterable[Trajectory], out: Path) -> list[Path]:
     return paths
 
 
+INDEX_FILE = "data/train-00000-of-00001.parquet"
+"""An ATIF export's table of its documents, which ``datasets.load_dataset(folder)`` loads."""
+
+
 def export_atif(table: pa.Table, out: Path) -> Path:
-    """Every episode of `table` (the layout's columns) as its ATIF file in `out`."""
-    write_atif(from_table(table), out)
+    """Every episode of `table` (the layout's columns) as its ATIF file in `out`, and
+    :data:`INDEX_FILE`: one row per document (``episode_id``, ``file``, ``reward``,
+    ``success``, ``score`` and the ``trajectory`` itself as an Arrow JSON column, which
+    ``datasets`` decodes to the document's object however its tool arguments vary)."""
+    trajectories = list(from_table(table))
+    paths = write_atif(trajectories, out)
+    index = pa.table({
+        "episode_id": pa.array([t.episode_id for t in trajectories], pa.string()),
+        "file": pa.array([p.name for p in paths], pa.string()),
+        "reward": pa.array([1.0 if t.outcome.success else 0.0 for t in trajectories],
+                           pa.float64()),
+        "success": pa.array([t.outcome.success for t in trajectories], pa.bool_()),
+        "score": pa.array([t.score for t in trajectories], pa.float64()),
+        "trajectory": pa.array([p.read_text(encoding="utf-8") for p in paths], pa.json_()),
+    })  # fmt: skip
+    (out / INDEX_FILE).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(index, out / INDEX_FILE, compression="zstd")
     return out
 
 

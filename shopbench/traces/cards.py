@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.archive.layout import RECORD_COLUMNS, SCHEMA, UNKNOWN_VALIDATOR
 from shopbench.archive.paths import partition_of_path
 from shopbench.archive.reader import ShardRef
+from shopbench.traces.formats import export_format
 
 CARD_NAME = "README.md"
 """A card's file name inside the folder it describes (the Hub's and ``datasets``' name)."""
@@ -128,6 +129,8 @@ def size_category(rows: int) -> str:
 
 
 def _dtype(t: pa.DataType) -> str:
+    if isinstance(t, pa.JsonType):  # JSON text that ``datasets`` decodes (its ``Json``)
+        return "json"
     if pa.types.is_timestamp(t):
         return f"timestamp[{t.unit}, tz={t.tz}]" if t.tz else f"timestamp[{t.unit}]"
     name = str(t)
@@ -437,21 +440,6 @@ def provenance_section(
 
 JSON_LINES_SCANNED = 10_000
 """Lines of a JSON-lines export read for its schema table."""
-JSON_DEPTH = {"jsonl": 1, "shoppingbench": 4}
-"""How deep a JSON-lines export's keys are listed: a record's own fields; a rollout step's
-fields down to a tool call's ``name`` and ``parameters``."""
-SHAPES = {
-    "datasets": "One row per episode: the task's query, the full conversation, the "
-    "validator's tool log, the outcome grade, the judge's verdict and the record's signature.",
-    "jsonl": "One signed `Trajectory` record per line: the task's query, the full "
-    "conversation, the validator's tool log, the outcome grade and the judge's verdict.",
-    "shoppingbench": "One line per episode: its rollout steps in ShoppingBench's trace "
-    "format, one step per assistant turn.",
-    "atif": "One ATIF v1.7 trajectory document per episode (`<episode_id>.json`): its steps, "
-    "tool calls and observations, with the grade, the diagnosis and the signature digest in "
-    "`extra.shopbench` (docs/archive.md, ATIF export).",
-}
-"""What one row of each export format is, for the card's first paragraph."""
 NOT_CHECKED = (
     "**Not checked.** A raw export is not compared against any test set: its queries may "
     "overlap ShoppingBench's test queries or our held-out tasks. Curate the archive with "
@@ -562,6 +550,7 @@ def export_card(
 ) -> DatasetCard:  # fmt: skip
     """The card of the export of `table` in `fmt` written at `written` (a folder or file);
     `annotations`: the annotations file written beside it and how many it holds."""
+    spec = export_format(fmt)
     notes = annotations[0].name if annotations else None
     r = archive_range(table)
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -583,19 +572,14 @@ def export_card(
         loading = (f"```python\nimport datasets\nds = datasets.load_dataset(\"{written.name}\", "
                    "split=\"train\")\n```")  # fmt: skip
     else:
-        loadable = fmt == "jsonl"
         size = written.stat().st_size
         splits = [Split(name="train", files=[written.name], rows=table.num_rows, bytes=size)
-                  ] if loadable else []  # fmt: skip
-        schema_text = json_lines_schema(written, JSON_DEPTH.get(fmt, 1))
-        loading = (
-            "One `Trajectory` JSON object per line: `shopbench.archive.jsonl."
-            "read_trajectories(path)` reads it back; `datasets` reads it with this card as "
-            "the folder's `README.md`."
-            if loadable else
-            "One JSON array of rollout steps per line (ShoppingBench's trace format, read "
-            "by its `run_evaluate.py`); not a table, so this card names no `datasets` config."
+                  ] if spec.table else []  # fmt: skip
+        schema_text = (
+            json_lines_schema(written, spec.card_depth) if spec.card_depth is not None
+            else f"One `{fmt}` file; not JSON lines."
         )  # fmt: skip
+        loading = spec.loading
     trust_rows = [
         ("archive", literal(Path(source.archive).name or source.archive)),
         ("how the shards were read", source.trust()),
@@ -614,7 +598,7 @@ def export_card(
         summary=(
             f"{r.episodes:,} agent episodes from the shopbench trajectory archive, exported "
             f"with `shopbench traces export --format {fmt}` by {shopbench_version()} at "
-            f"{when}. {SHAPES.get(fmt, 'One entry per episode.')}"
+            f"{when}. {spec.shape}"
         ),
         task_categories=["text-generation", "reinforcement-learning"],
         splits=splits,

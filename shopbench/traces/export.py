@@ -1,5 +1,6 @@
-"""Exports of a query's result: a ``datasets`` folder, JSONL records, ShoppingBench traces,
-ATIF documents (a folder of one ``<episode_id>.json`` each, :mod:`shopbench.traces.atif`).
+"""The file writers of exports of a query's result: a Parquet folder, JSONL records,
+ShoppingBench traces (ATIF documents: :mod:`shopbench.traces.atif`; which format is which:
+:mod:`shopbench.traces.formats`).
 
 Each export takes the Arrow table :func:`shopbench.archive.query.query` returned, so the
 filters and the store's embargo have already been applied; nothing here reads a shard.
@@ -32,39 +33,15 @@ from shopbench.archive.layout import from_table
 from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.annotations import AnnotationRead, bound_all, write_annotations
-from shopbench.traces.atif import export_atif
 
 DATASET_ROWS_PER_FILE = 100_000
 """Rows per Parquet file of a ``datasets`` export."""
 
-EXPORT_FORMATS = ("datasets", "jsonl", "shoppingbench", "atif")
-"""What :func:`export` writes."""
-
-
-def export(table: pa.Table, fmt: str, out: str | Path) -> Path:
-    """Write `table` in `fmt` (one of :data:`EXPORT_FORMATS`) at `out` (a folder for
-    ``datasets`` and ``atif``, a file otherwise); returns what was written. SinkError on I/O
-    failure."""
-    target = Path(out)
-    try:
-        if fmt == "datasets":
-            return export_datasets(table, target)
-        if fmt == "jsonl":
-            return export_jsonl(table, target)
-        if fmt == "shoppingbench":
-            return export_shoppingbench(table, target)
-        if fmt == "atif":
-            return export_atif(table, target)
-    except OSError as e:
-        raise SinkError(f"{target}: cannot write the export ({e.strerror or e})") from None
-    raise SinkError(f"export format {fmt!r} unknown (allowed: {', '.join(EXPORT_FORMATS)})")
-
-
-def annotations_path(fmt: str, written: Path) -> Path:
-    """Where an export's annotations go: ``annotations.jsonl`` in an exported folder (in a
-    ``datasets`` one beside ``data/``, which ``load_dataset`` reads alone),
-    ``<name>.annotations.jsonl`` beside an exported file (`fmt` names which)."""
-    if fmt == "datasets" or written.is_dir():
+def annotations_path(written: Path) -> Path:
+    """Where an export's annotations go: ``annotations.jsonl`` in an exported folder (beside
+    ``data/``, which ``load_dataset`` reads alone), ``<name>.annotations.jsonl`` beside an
+    exported file."""
+    if written.is_dir():
         return written / "annotations.jsonl"
     return written.with_name(f"{written.stem}.annotations.jsonl")
 

@@ -25,6 +25,10 @@ from shopbench.traces.api.index import ArchiveIndex
 from shopbench.traces.api.routes import ID_PATTERN, encode_cursor, read_request
 from shopbench.traces.api.summary import Leaderboard, leaderboard, stats
 from shopbench.traces.api.templating import env, pretty, unreadable
+from shopbench.traces.formats import FORMATS
+
+DOWNLOADS = [(f.name, f.label) for f in FORMATS.values() if f.render is not None and f.label]
+"""An episode page's download links: every export format offered per episode."""
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
@@ -163,7 +167,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
         return render(index, "episode.html", t=t, turns=turns, criteria=criteria_of(t),
                       outcome=t.outcome, annotations=notes.get(None, []),
                       withheld=shown.withheld, max_per_annotator=shown.max_per_annotator,
-                      diagnosis=t.diagnosis, others=others)  # fmt: skip
+                      diagnosis=t.diagnosis, others=others, downloads=DOWNLOADS)  # fmt: skip
 
     @pages.get("/tasks/{task_id}", response_class=HTMLResponse)
     def task_page(task_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:

@@ -26,25 +26,21 @@ from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor
 from shopbench.traces.annotations import AnnotationBook
 from shopbench.traces.api.annotated import EpisodeAnnotations, episode_annotations, label_rows
-from shopbench.traces.api.exports import (
-    FORMATS,
-    MEDIA_TYPES,
-    SUFFIXES,
-    atif_chunks,
-    eval_log,
-    parquet_chunks,
-    record_lines,
-    trl_lines,
-    trl_row,
-)
 from shopbench.traces.api.index import ArchiveIndex
 from shopbench.traces.api.summary import Leaderboard, Stats, leaderboard, stats
 from shopbench.traces.atif import atif_file_name, atif_line
+from shopbench.traces.formats import ALIASES, FORMATS, export_format
+from shopbench.traces.streams import record_lines
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 """What an episode or task id in a path looks like; anything else is a 422."""
 PAGE_PARAMETERS = ("cursor", "limit", "format")
-EPISODE_FORMATS = ("json", "jsonl", "trl", "eval", "atif")
+LIST_FORMATS = ("json", *FORMATS)
+"""What ``/v1/trajectories`` answers in: ``json`` pages; every export format streams (or,
+built whole, is capped) every match."""
+EPISODE_FORMATS = ("json", *(f.name for f in FORMATS.values() if f.render is not None))
+"""What ``/v1/trajectories/{id}`` answers in: the record, or its download per format."""
+MEDIA_TYPES = {"application/json", *(f.media_type for f in FORMATS.values())}
 
 
 class Page(BaseModel):
@@ -123,6 +119,7 @@ def read_request(
         else:
             values[key] = value
     fmt = page.get("format", formats[0])
+    fmt = ALIASES.get(fmt, fmt) if ALIASES.get(fmt) in formats else fmt  # an older name
     if fmt not in formats:
         raise FilterError(
             f"format {fmt!r} unknown (allowed: {', '.join(formats)})",
@@ -165,18 +162,15 @@ def _paging(formats: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 def _attachment(name: str, fmt: str) -> dict[str, str]:
-    return {"content-disposition": f'attachment; filename="{name}{SUFFIXES[fmt]}"'}
+    return {"content-disposition": f'attachment; filename="{name}{export_format(fmt).suffix}"'}
 
 
 def episode_response(episodes: list[Any], fmt: str, name: str) -> Response:
-    """`episodes` (Trajectory records) in `fmt` (jsonl, trl or eval) as a download."""
-    if fmt == "eval":
-        body = eval_log(episodes)
-    elif fmt == "trl":
-        body = "".join(json.dumps(trl_row(t), ensure_ascii=False) + "\n" for t in episodes).encode()
-    else:
-        body = "".join(t.model_dump_json() + "\n" for t in episodes).encode()
-    return Response(body, media_type=MEDIA_TYPES[fmt], headers=_attachment(name, fmt))
+    """`episodes` (Trajectory records) in the export format `fmt` as one download."""
+    spec = export_format(fmt)
+    assert spec.render is not None
+    return Response(spec.render(episodes), media_type=spec.media_type,
+                    headers=_attachment(name, spec.name))  # fmt: skip
 
 
 def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_batch: int,
@@ -184,7 +178,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
            annotations: AnnotationBook | None = None) -> APIRouter:  # fmt: skip
     """The ``/v1`` routes over `index` (and the `annotations` beside it, when given)."""
     api = APIRouter(prefix="/v1", tags=["archive"])
-    list_params = [*filter_parameters(), *_paging(FORMATS)]
+    list_params = [*filter_parameters(), *_paging(LIST_FORMATS)]
 
     @api.get("/manifests", response_model=Manifests)
     def manifests() -> Manifests:
@@ -193,13 +187,14 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
 
     @api.get(
         "/trajectories", response_model=Page, openapi_extra={"parameters": list_params},
-        responses={200: {"content": {t: {} for t in set(MEDIA_TYPES.values())}}},
+        responses={200: {"content": {t: {} for t in sorted(MEDIA_TYPES)}}},
     )  # fmt: skip
     def trajectories(request: Request) -> Any:
         """Matching episodes: a page of summaries (``format=json``, follow ``next_cursor``), or
-        every match streamed as JSONL records, TRL rows, Parquet, ATIF documents (one per
-        line), or one Inspect ``.eval`` log (at most ``max_eval_samples``)."""
-        r = read_request(request, formats=FORMATS, max_limit=None, default_limit=None)
+        every match in an export format: streamed (JSONL records, Parquet, chat rows,
+        ShoppingBench traces, ATIF documents one per line), or one Inspect ``.eval`` log (at
+        most ``max_eval_samples``)."""
+        r = read_request(request, formats=LIST_FORMATS, max_limit=None, default_limit=None)
         if r.format == "json":
             limit = r.limit or page_size
             if limit > max_page_size:
@@ -211,34 +206,28 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
             label_rows(index, annotations, rows)
             return Page(items=rows, next_cursor=encode_cursor(nxt) if nxt else None,
                         embargo_lifted=index.embargo.lifted)  # fmt: skip
+        spec = export_format(r.format)
         f = r.filters.model_copy(update={"limit": r.limit})
-        if r.format == "eval":
+        if spec.stream is None:  # built whole: capped
             if r.limit is not None and r.limit > max_eval_samples:
                 raise FilterError(
-                    f"limit {r.limit} refused: an .eval export holds 1 to {max_eval_samples}",
-                    filter="limit",
-                )
+                    f"limit {r.limit} refused: an {spec.name} export holds 1 to "
+                    f"{max_eval_samples}", filter="limit",
+                )  # fmt: skip
             cap = r.limit or max_eval_samples
             f = f.model_copy(update={"limit": cap + 1})  # one more: was anything cut?
             episodes = [t for table in index.tables(f, batch=stream_batch)
                         for t in from_table(table)]  # fmt: skip
-            response = episode_response(episodes[:cap], "eval", "episodes")
+            response = episode_response(episodes[:cap], spec.name, "episodes")
             response.headers["x-archive-truncated"] = "true" if len(episodes) > cap else "false"
             return response
-        if r.format == "jsonl":  # the records' JSON made by DuckDB: the fastest bulk path
+        if spec.name == "jsonl":  # the records' JSON made by DuckDB: the fastest bulk path
             line = f"{record_json_sql()} || chr(10) AS line"
-            lines = index.tables(f, batch=stream_batch, select=line)
-            chunks = record_lines(lines)
+            chunks = record_lines(index.tables(f, batch=stream_batch, select=line))
         else:
-            tables = index.tables(f, batch=stream_batch)
-            if r.format == "parquet":
-                chunks = parquet_chunks(tables)
-            elif r.format == "atif":
-                chunks = atif_chunks(tables)
-            else:
-                chunks = trl_lines(tables)
+            chunks = spec.stream(index.tables(f, batch=stream_batch))
         return StreamingResponse(
-            chunks, media_type=MEDIA_TYPES[r.format], headers=_attachment("episodes", r.format)
+            chunks, media_type=spec.media_type, headers=_attachment("episodes", spec.name)
         )
 
     @api.get("/trajectories/{episode_id}", responses={404: {"description": "unknown"}})
@@ -246,8 +235,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         request: Request,
         episode_id: str = Path(pattern=ID_PATTERN, max_length=128),
     ) -> Any:
-        """One episode: the record (``format=json``), or as JSONL, a TRL row, ``.eval``, or
-        its ATIF document (``format=atif``, one JSON file)."""
+        """One episode: the record (``format=json``), or its download in an export format
+        (its ATIF document is one JSON file)."""
         extra = [k for k in request.query_params if k != "format"]
         if extra:
             why = "refused: one episode takes only format"

@@ -1,17 +1,19 @@
-"""What the API hands out besides JSON: streamed JSONL and Parquet, TRL rows, Inspect logs.
+"""The bytes of each export format, for the trace API's streams and ``traces export``'s files.
 
 - JSONL: one :class:`~shopbench.records.trajectory.Trajectory` per line, what
   :func:`~shopbench.archive.jsonl.read_trajectories` reads;
 - Parquet: the shard layout's columns, one row group per streamed batch;
-- ``trl``: one row per episode in TRL's conversational format — ``messages`` (the OpenAI
-  chat list: reasoning in ``reasoning_content``, tool calls with their arguments as JSON
-  text, tool results) and ``tools`` (the function schemas offered);
+- ``chat``: one row per episode — ``messages`` (the OpenAI chat list: reasoning in
+  ``reasoning_content``, tool calls with their arguments as JSON text, tool results) and
+  ``tools`` (the function schemas offered), what ``apply_chat_template`` and TRL read;
 - ``eval``: an Inspect AI log (``.eval``, written with ``inspect_ai``'s own log API), one
   sample per episode: the conversation as Inspect chat messages, the final turn as the
-  output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, and the
-  ids in the sample's metadata; Inspect's viewer and its log readers open it;
-- ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.traces.atif`);
-  a single episode's is its one JSON document.
+  output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, the ids in
+  the sample's metadata, and the log's results scored (each scorer's mean, success rate as
+  the headline), so Inspect's viewer shows them;
+- ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.traces.atif`).
+
+Which format is which, and which of these each uses: :mod:`shopbench.traces.formats`.
 """
 
 from __future__ import annotations
@@ -32,37 +34,22 @@ from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.atif import atif_lines, load_atif
 
-FORMATS = ("json", "jsonl", "parquet", "trl", "eval", "atif")
-"""What ``/v1/trajectories`` answers in (``json`` pages; the rest stream every match)."""
 
-MEDIA_TYPES = {
-    "json": "application/json",
-    "jsonl": "application/x-ndjson",
-    "trl": "application/x-ndjson",
-    "parquet": "application/vnd.apache.parquet",
-    "eval": "application/zip",
-    "atif": "application/x-ndjson",
-}
-SUFFIXES = {
-    "jsonl": ".jsonl", "trl": ".trl.jsonl", "parquet": ".parquet", "eval": ".eval",
-    "atif": ".atif.jsonl",
-}
-
-
-def trl_row(record: Trajectory | Mapping[str, Any]) -> dict[str, Any]:
+def chat_row(record: Trajectory | Mapping[str, Any]) -> dict[str, Any]:
     """The episode (a record, or its dict as :func:`~shopbench.archive.layout.record_dicts`
-    gives it) as one row of TRL's conversational format (``messages``, ``tools``): each
-    message as an OpenAI-compatible server takes it, unset fields left out."""
+    gives it) as one conversational row (``messages``, ``tools``): each message as an
+    OpenAI-compatible server takes it, unset fields left out; ``apply_chat_template`` and
+    TRL's ``SFTTrainer`` read it as it stands."""
     if isinstance(record, Trajectory):
         return {"messages": [m.to_openai() for m in record.messages], "tools": record.tools}
     messages = [{k: v for k, v in m.items() if v is not None} for m in record["messages"]]
     return {"messages": messages, "tools": record["tools"]}
 
 
-def trl_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
-    """Each episode of `tables` (the layout's columns) as its TRL row, one JSON line each."""
+def chat_lines(tables: Iterable[pa.Table]) -> Iterator[bytes]:
+    """Each episode of `tables` (the layout's columns) as its chat row, one JSON line each."""
     for table in tables:
-        rows = [pydantic_core.to_json(trl_row(r)) for r in record_dicts(table)]
+        rows = [pydantic_core.to_json(chat_row(r)) for r in record_dicts(table)]
         yield b"\n".join(rows) + b"\n"
 
 
@@ -208,6 +195,25 @@ def _sample(t: Trajectory) -> Any:
     )  # fmt: skip
 
 
+def _results(samples: list[Any]) -> list[Any]:
+    """Each scorer's mean over the samples it scored (``outcome``'s is the success rate, the
+    log's headline), as Inspect's viewer and ``inspect log`` readers show a run's results."""
+    from inspect_ai.log import EvalMetric, EvalScore
+
+    out = []
+    for name in ("outcome", "score", "judge", "rule"):
+        values = [float(s.scores[name].value) for s in samples if name in s.scores]
+        if not values:
+            continue
+        metric = "accuracy" if name == "outcome" else "mean"
+        out.append(EvalScore(
+            name=name, scorer=name, scored_samples=len(values),
+            unscored_samples=len(samples) - len(values),
+            metrics={metric: EvalMetric(name=metric, value=sum(values) / len(values))},
+        ))  # fmt: skip
+    return out
+
+
 def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") -> bytes:
     """The episodes as one Inspect AI ``.eval`` log's bytes (see the module docstring)."""
     from inspect_ai.log import (
@@ -219,6 +225,8 @@ def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") ->
         EvalStats,
         write_eval_log,
     )
+
+    samples = [_sample(t) for t in trajectories]
 
     agents = sorted({t.agent for t in trajectories})
     starts = [t.timings.started_at for t in trajectories] or [0.0]
@@ -233,9 +241,9 @@ def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") ->
             model=agents[0] if len(agents) == 1 else "shopbench/miners",
             config=EvalConfig(), metadata={"agents": agents},
         ),
-        results=EvalResults(total_samples=n, completed_samples=n),
+        results=EvalResults(total_samples=n, completed_samples=n, scores=_results(samples)),
         stats=EvalStats(started_at=_iso(min(starts)), completed_at=_iso(max(ends))),
-        samples=[_sample(t) for t in trajectories],
+        samples=samples,
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="shopbench-eval-") as tmp:
         path = Path(tmp) / "episodes.eval"
