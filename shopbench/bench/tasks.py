@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.catalog.layout import read_manifest
 from shopbench.records.task import Intent
 from shopbench.tasks.generate import BuildConfig, build_tasks
-from shopbench.tasks.satisfy import SATISFY_WINDOW
+from shopbench.tasks.phrase_search import SATISFY_WINDOW
 from shopbench.tasks.stats import task_stats
 
 

@@ -9,6 +9,7 @@ import typer
 from shopbench.bench.tasks import TaskBenchConfig
 from shopbench.commands.flags import Flags
 from shopbench.tasks.generate import BuildConfig
+from shopbench.tasks.intent_registry import intent_names
 
 _BENCH = Flags(TaskBenchConfig)
 _BUILD = Flags(BuildConfig)
@@ -59,7 +60,7 @@ def _intent_list(text: str) -> list[str]:
 
     names = [x for x in (p.strip() for p in text.split(",")) if x]
     if not names:
-        raise TaskError("--intents is empty (allowed: product, shop, voucher, knowledge)")
+        raise TaskError(f"--intents is empty (allowed: {', '.join(intent_names())})")
     return list(dict.fromkeys(intent_name(x) for x in names))
 
 
@@ -69,7 +70,7 @@ def build_command(
     out: Path = typer.Option(..., "--out", help="task file to write (JSONL)"),
     n: int = _BUILD.option("n", "--n", bounds=False),
     intents: str = typer.Option(
-        "product,shop,voucher,knowledge", "--intents", help="comma-separated intents"
+        ",".join(intent_names()), "--intents", help="comma-separated intents"
     ),
     split: str = _BUILD.option("split", "--split", bounds=False),
     epoch: int | None = _BUILD.option("epoch", "--epoch", bounds=False),
@@ -219,7 +220,7 @@ def bench_tasks_command(
     catalog: Path = _BENCH.option("catalog", "--catalog"),
     n: int = _BENCH.option("n", "--n"),
     intents: str = typer.Option(
-        "product,shop,voucher,knowledge", "--intents", help="comma-separated intents"
+        ",".join(intent_names()), "--intents", help="comma-separated intents"
     ),
     workers: int = _BENCH.option("workers", "--workers"),
     seed: int = _BENCH.option("seed", "--seed"),

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from shopbench.tasks.model import Task
 
 KEY_BYTES = 32
-# ShoppingBench offers web search only on knowledge tasks; so do we.
+# ShoppingBench offers web search only on knowledge tasks; so do we: a tool of this set is
+# offered only on the tasks of an intent that declares it (IntentSpec.tools).
 KNOWLEDGE_ONLY_TOOLS = frozenset({"web_search"})
 
 
@@ -68,12 +69,16 @@ class ShoppingEnv:
 
         return cls(Catalog.open(catalog_dir), limits, prompt_version)
 
-    def tool_specs(self, intent: Intent) -> dict[str, ToolSpec]:
-        """The tools offered on a task of `intent`, by name, in ShoppingBench's order."""
+    def tool_specs(self, intent: Intent | str) -> dict[str, ToolSpec]:
+        """The tools offered on a task of `intent`, by name, in ShoppingBench's order: every
+        tool but those offered only to the intents that declare them."""
+        from shopbench.tasks.intent_registry import intent_spec
+
+        extra = intent_spec(intent).tools
         return {
             name: spec
             for name, spec in ShopTools.tool_specs().items()
-            if intent == "knowledge" or name not in KNOWLEDGE_ONLY_TOOLS
+            if name not in KNOWLEDGE_ONLY_TOOLS or name in extra
         }
 
     def knowledge_index(self) -> KnowledgeIndex:
@@ -97,15 +102,16 @@ class ShoppingEnv:
             key = secrets.token_bytes(KEY_BYTES)
         elif len(key) < 16:
             raise EnvError(f"an episode key needs at least 16 bytes, got {len(key)}")
+        specs = self.tool_specs(task.intent)
         return Episode(
             task=task,
             key=key,
             index=self.catalog.index,
-            specs=self.tool_specs(task.intent),
+            specs=specs,
             system_prompt=self.system_prompt,
             system_prompt_version=self.prompt_version,
             limits=self.limits,
-            knowledge=self.knowledge_index if task.intent == "knowledge" else None,
+            knowledge=self.knowledge_index if "web_search" in specs else None,
             tokens=tokens,
         )
 

@@ -10,7 +10,8 @@ product_id) scores 1 whatever its constraints say.
 
 Which ids are graded: the first recommendation for product and knowledge tasks; the i-th for
 slot i of shop and voucher tasks (missing ones score 0, extra ones are ignored, duplicates
-are graded as given). Success per intent:
+are graded as given). Success per intent (each intent declares which of these rules it
+grades under, as the task's :class:`~shopbench.outcome.spec.GradingRules`):
 
 - product: rule score 1;
 - shop: every slot filled, every rule score 1, exactly one shop;
@@ -206,7 +207,8 @@ def grade(
     """
     m = matcher or DEFAULT_MATCHER
     n_slots = len(task.reward)
-    if task.intent in ("product", "knowledge"):
+    rules = task.rules
+    if rules.single_pick:
         graded: list[Product | None] = [recommended[0] if recommended else None]
     else:
         graded = [recommended[i] if i < len(recommended) else None for i in range(n_slots)]
@@ -215,7 +217,7 @@ def grade(
     for i, (slot, product) in enumerate(zip(task.reward, graded, strict=True)):
         if product is None:
             slots.append(SlotGrade(slot=i, product_id=None))
-        elif task.intent == "knowledge":
+        elif rules.answer:
             slots.append(_grade_knowledge(task, product, m))
         else:
             slots.append(grade_slot(slot, product, m, index=i))
@@ -233,8 +235,8 @@ def grade(
         if g.product_id is not None and g.rule_score < 1:
             where = "" if n_slots == 1 else f"slot {g.slot + 1} "
             reasons.append(f"{where}rule score {g.rule_score:.3f} < 1: missed {_missed(g)}")
-    if task.intent == "shop" and not missing and shops != 1:
-        reasons.append(f"products from {shops} shops; a shop task needs one")
+    if rules.one_shop and not missing and shops != 1:
+        reasons.append(f"products from {shops} shops; a {task.intent} task needs one")
     if budget is not None and not budget.holds and not missing:
         reasons.append(f"budget: {budget.reason}")
 

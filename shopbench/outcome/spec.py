@@ -94,6 +94,22 @@ class Voucher(BaseModel):
         return self
 
 
+class GradingRules(BaseModel):
+    """The outcome rules that differ by intent, declared by each intent
+    (:mod:`shopbench.tasks.intents`) and read by the grader through :class:`GradedTask`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    single_pick: bool = Field(
+        default=False, description="the task asks for one product: only the first pick counts"
+    )
+    answer: bool = Field(
+        default=False,
+        description="the one slot is graded on the hidden key attribute (knowledge's rules)",
+    )
+    one_shop: bool = Field(default=False, description="every product must come from one shop")
+
+
 class GradedTask(Protocol):
     """What the outcome grader reads of a task."""
 
@@ -107,3 +123,5 @@ class GradedTask(Protocol):
     def voucher(self) -> Voucher | None: ...
     @property
     def knowledge_attribute(self) -> str | None: ...
+    @property
+    def rules(self) -> GradingRules: ...

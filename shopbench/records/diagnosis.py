@@ -69,6 +69,11 @@ POLICY_FAILURES = frozenset({"policy_error", "policy_timeout", "invalid_reply", 
 """The terminations (:class:`~shopbench.records.trajectory.TerminationReason`) that are the
 policy's failure."""
 
+ONE_SHOP_INTENTS: frozenset[str] = frozenset({"shop"})
+"""The intents whose outcome needs every product from one shop. Each intent declares this
+(``GradingRules.one_shop`` in :mod:`shopbench.tasks.intents`) and the grader reads it there;
+the floor cannot import the registry, so a test holds this set equal to it."""
+
 MAX_DETAIL = 300
 
 
@@ -157,7 +162,7 @@ def diagnose(
             kind="constraint_unmet", constraint=_constraint_name(first), slot=g.slot,
             detail=detail,
         )  # fmt: skip
-    if outcome.intent == "shop" and outcome.shops != 1:
+    if outcome.intent in ONE_SHOP_INTENTS and outcome.shops != 1:
         return Diagnosis(kind="several_shops", detail=f"products from {outcome.shops} shops")
     budget = outcome.budget
     if budget is not None and not budget.holds:

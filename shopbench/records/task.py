@@ -6,12 +6,14 @@ The grader's reward spec (:mod:`shopbench.outcome.spec`) and the validator-side 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 Intent = Literal["product", "shop", "voucher", "knowledge"]
-INTENTS: tuple[Intent, ...] = ("product", "shop", "voucher", "knowledge")
+"""The intents a signed record may carry: the wire vocabulary. Each is declared once, by its
+module in :mod:`shopbench.tasks.intents` (a test holds the registry's names equal to these)."""
+INTENTS: tuple[Intent, ...] = get_args(Intent)
 Split = Literal["live", "heldout", "external"]
 
 

@@ -18,8 +18,8 @@ from shopbench.catalog.schema import Product
 from shopbench.catalog.search.index import SearchIndex, TitledHit
 from shopbench.outcome.spec import Slot, Voucher
 from shopbench.records.task import Intent
+from shopbench.tasks.phrase_search import SATISFY_WINDOW, phrase_search
 from shopbench.tasks.pool import Pool
-from shopbench.tasks.satisfy import SATISFY_WINDOW, phrase_search
 
 if TYPE_CHECKING:
     from shopbench.catalog.knowledge import KnowledgePage

@@ -1,8 +1,8 @@
-"""Task generation: draft, validate, split and emit tasks of the four intents.
+"""Task generation: draft, validate, split and emit tasks of the registered intents.
 
 For each intent and each task index ``i`` in ``0 .. n-1`` a random generator seeded from
-(seed, intent, i) drafts a task (:mod:`gen_product`, :mod:`gen_shop`, :mod:`gen_voucher`,
-:mod:`gen_knowledge`), then the task must prove itself before it is emitted: its targets
+(seed, intent, i) drafts a task with the intent's drafter (:mod:`shopbench.tasks.intents`),
+then the task must prove itself before it is emitted: its targets
 pass its own grader, each target is findable from the task's own words and filters, and
 each slot has a non-empty satisfying set after the split filter (:mod:`validate`,
 :mod:`satisfy`). A failed draft is retried with the same generator, at most
@@ -33,31 +33,21 @@ from shopbench.catalog.schema import Product
 from shopbench.catalog.search.filters import WINDOW
 from shopbench.catalog.store import Catalog
 from shopbench.outcome.grader import grade
-from shopbench.records.task import INTENTS, Intent
-from shopbench.tasks.draft import Draft, DraftResult, Rejection, Sampler
-from shopbench.tasks.errors import TaskError
-from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
-from shopbench.tasks.gen_product import constraint_kinds, draft_product
-from shopbench.tasks.gen_shop import base_key, draft_shop
-from shopbench.tasks.gen_voucher import draft_voucher
+from shopbench.tasks.draft import Draft, Rejection, Sampler
+from shopbench.tasks.gen_product import constraint_kinds
+from shopbench.tasks.gen_shop import base_key
+from shopbench.tasks.intent_registry import IntentName, intent_spec
 from shopbench.tasks.model import Task
+from shopbench.tasks.phrase_search import SATISFY_WINDOW
 from shopbench.tasks.pool import Pool
 from shopbench.tasks.queries import load_phrasings
-from shopbench.tasks.satisfy import SATISFY_WINDOW, satisfying_set, search_phrase
+from shopbench.tasks.satisfy import satisfying_set, search_phrase
 from shopbench.tasks.split import DEFAULT_BUCKETS, SPLIT_VERSION, Rotation, SplitRule, cluster_id
 
 GENERATOR_VERSION = "2"
 """Version of the task generator; recorded in every task's meta."""
 
-Drafter = Callable[[Sampler, random.Random], DraftResult]
-DRAFTERS: dict[Intent, Drafter] = {
-    "product": draft_product,
-    "shop": draft_shop,
-    "voucher": draft_voucher,
-    "knowledge": draft_knowledge,
-}
-
-Progress = Callable[[Intent, int], None]
+Progress = Callable[[str, int], None]
 """Called with an intent and how many more of its task indices are done."""
 
 
@@ -67,7 +57,9 @@ class BuildConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     catalog: Path = Field(description="catalog directory")
-    intents: list[Intent] = Field(min_length=1, description="intents to generate, in order")
+    intents: Sequence[IntentName] = Field(
+        min_length=1, description="intents to generate, in order"
+    )
     n: int = Field(ge=1, description="tasks per intent")
     split: Literal["live", "heldout"] = Field(default="live", description="split of the tasks")
     epoch: int | None = Field(
@@ -97,7 +89,7 @@ class IntentReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    intent: Intent
+    intent: IntentName
     requested: int
     produced: int
     attempts: int
@@ -179,17 +171,13 @@ class _Context:
         """Whether a satisfying product may be listed: live tasks list live products only."""
         return self.cfg.split != "live" or not self._is_heldout(p.group_key)
 
-    def support(self, intent: Intent) -> str | None:
+    def support(self, intent: str) -> str | None:
         """Why the catalog cannot give any task of `intent` here; None if it may."""
-        pool = self.sampler.pool
         where = self._where()
-        if not len(pool):
+        if not len(self.sampler.pool):
             return f"no product is eligible as a target {where}"
-        if intent == "shop" and not pool.shops_with(2):
-            return f"no shop has 2 or more eligible products {where}"
-        if intent == "knowledge":
-            return knowledge_support(self.sampler)
-        return None
+        check = intent_spec(intent).support
+        return check(self.sampler, where) if check is not None else None
 
     def _where(self) -> str:
         if self.cfg.split == "heldout":
@@ -205,14 +193,14 @@ def build_scope(cfg: BuildConfig) -> str:
     return f"{cfg.split}/{'-' if cfg.epoch is None else cfg.epoch}"
 
 
-def task_id(seed: int, scope: str, intent: Intent, index: int) -> str:
+def task_id(seed: int, scope: str, intent: str, index: int) -> str:
     """The task's id: a keyed hash of (scope, intent, index) under the seed (which it does
     not reveal)."""
     mac = hmac.new(str(seed).encode(), f"{scope}:{intent}:{index}".encode(), hashlib.sha256)
     return f"{intent}-{mac.hexdigest()[:16]}"
 
 
-def task_rng(seed: int, scope: str, intent: Intent, index: int) -> random.Random:
+def task_rng(seed: int, scope: str, intent: str, index: int) -> random.Random:
     """The random generator of one task index (a string seed hashes the same everywhere)."""
     return random.Random(f"shopbench-tasks/{GENERATOR_VERSION}/{seed}/{scope}/{intent}/{index}")
 
@@ -271,7 +259,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
 class _Unit(BaseModel):
     """One unit of work: task indices [start, stop) of one intent, and what came of them."""
 
-    intent: Intent
+    intent: IntentName
     start: int
     stop: int
     tasks: list[Task] = Field(default_factory=list)
@@ -280,7 +268,7 @@ class _Unit(BaseModel):
 
 
 def _run_unit(ctx: _Context, unit: _Unit) -> _Unit:
-    drafter = DRAFTERS[unit.intent]
+    drafter = intent_spec(unit.intent).draft
     reasons: Counter[str] = Counter()
     tasks: list[Task] = []
     attempts = 0
@@ -313,12 +301,12 @@ def _worker_run(unit: _Unit) -> _Unit:
     return _run_unit(_WORKER, unit)
 
 
-def _worker_support(intent: Intent) -> str | None:
+def _worker_support(intent: str) -> str | None:
     assert _WORKER is not None, "worker not initialised"
     return _WORKER.support(intent)
 
 
-def _units(cfg: BuildConfig, intent: Intent) -> Iterator[_Unit]:
+def _units(cfg: BuildConfig, intent: str) -> Iterator[_Unit]:
     for start in range(0, cfg.n, cfg.chunk):
         yield _Unit(intent=intent, start=start, stop=min(start + cfg.chunk, cfg.n))
 
@@ -342,8 +330,7 @@ def build_tasks(cfg: BuildConfig, progress: Progress | None = None) -> BuildResu
     broken catalog, TaskError for a bad configuration.
     """
     for intent in cfg.intents:
-        if intent not in INTENTS:
-            raise TaskError(f"unknown intent {intent!r} (allowed: {', '.join(INTENTS)})")
+        intent_spec(intent)  # TaskError naming the allowed intents
     runner: _Inline | _Workers = _Workers(cfg) if cfg.workers > 1 else _Inline(cfg)
     reports: list[IntentReport] = []
     tasks: list[Task] = []
@@ -363,7 +350,7 @@ class _Inline:
     def __init__(self, cfg: BuildConfig) -> None:
         self.ctx = _Context(cfg)
 
-    def support(self, intent: Intent) -> str | None:
+    def support(self, intent: str) -> str | None:
         return self.ctx.support(intent)
 
     def run(self, units: Iterator[_Unit]) -> Iterator[_Unit]:
@@ -385,7 +372,7 @@ class _Workers:
             initializer=_worker_init, initargs=(cfg,),
         )  # fmt: skip
 
-    def support(self, intent: Intent) -> str | None:
+    def support(self, intent: str) -> str | None:
         return self.pool.submit(_worker_support, intent).result()
 
     def run(self, units: Iterator[_Unit]) -> Iterator[_Unit]:
@@ -402,7 +389,7 @@ class _Workers:
 
 
 def _build_intent(
-    cfg: BuildConfig, runner: _Inline | _Workers, intent: Intent, progress: Progress | None
+    cfg: BuildConfig, runner: _Inline | _Workers, intent: str, progress: Progress | None
 ) -> tuple[IntentReport, list[Task]]:
     unsupported = runner.support(intent)
     reasons: Counter[str] = Counter()

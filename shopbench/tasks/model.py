@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.outcome.spec import Slot, Voucher
+from shopbench.outcome.spec import GradingRules, Slot, Voucher
 from shopbench.records.task import Intent, Split, TaskCard
+from shopbench.tasks.intent_registry import intent_spec
 
 
 class Task(BaseModel):
@@ -44,25 +45,26 @@ class Task(BaseModel):
 
     @model_validator(mode="after")
     def _shape_fits_intent(self) -> Task:
-        n = len(self.reward)
-        if self.intent in ("product", "knowledge") and n != 1:
-            raise ValueError(f"a {self.intent} task has exactly one slot, got {n}")
-        if self.intent == "shop" and not 2 <= n <= 4:
-            raise ValueError(f"a shop task has 2-4 slots, got {n}")
-        if self.intent == "voucher":
-            if self.voucher is None:
-                raise ValueError("a voucher task needs its voucher")
-            if not 1 <= n <= 4:
-                raise ValueError(f"a voucher task has 1-4 slots, got {n}")
-        elif self.voucher is not None:
+        spec = intent_spec(self.intent)
+        shape, n = spec.shape, len(self.reward)
+        if shape.voucher and self.voucher is None:
+            raise ValueError(f"a {self.intent} task needs its voucher")
+        if not shape.min_slots <= n <= shape.max_slots:
+            raise ValueError(f"a {self.intent} task has {shape.slots_text()}, got {n}")
+        if not shape.voucher and self.voucher is not None:
             raise ValueError(f"a {self.intent} task carries no voucher")
-        if self.intent == "knowledge" and not self.knowledge_attribute:
-            raise ValueError("a knowledge task needs its knowledge_attribute")
+        if spec.grading.answer and not self.knowledge_attribute:
+            raise ValueError(f"a {self.intent} task needs its knowledge_attribute")
         if self.satisfying is not None and len(self.satisfying) != n:
             raise ValueError("satisfying must list one id set per slot")
         if self.phrases is not None and len(self.phrases) != n:
             raise ValueError("phrases must give one phrase per slot")
         return self
+
+    @property
+    def rules(self) -> GradingRules:
+        """The outcome rules of the task's intent (what the grader applies)."""
+        return intent_spec(self.intent).grading
 
     @property
     def targets(self) -> list[str | None]:

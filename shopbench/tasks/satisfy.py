@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from shopbench.catalog.schema import Product
-from shopbench.catalog.search.filters import PriceRange
 from shopbench.catalog.search.index import SearchIndex, TitledHit
 from shopbench.outcome.grader import DEFAULT_MATCHER, grade, grade_slot
 from shopbench.outcome.spec import Slot
@@ -33,10 +32,8 @@ from shopbench.outcome.title import (
     title_tokens,
 )
 from shopbench.tasks.model import Task
+from shopbench.tasks.phrase_search import SATISFY_WINDOW, phrase_search
 from shopbench.tasks.queries import product_phrase
-
-SATISFY_WINDOW = 100
-"""Search results examined per slot."""
 
 Allow = Callable[[Product], bool]
 """Decides whether a passing product may be listed (e.g. only live groups for live tasks)."""
@@ -166,28 +163,11 @@ def may_have_pairs(product: Product, pairs: list[tuple[str, str]]) -> bool:
     return True
 
 
-def slot_price_range(slot: Slot) -> PriceRange | None | bool:
-    """The inclusive price range every bound of the slot allows: None when unbounded,
-    False when the bounds contradict each other (only the exact target can pass then)."""
-    lo: float | None = None
-    hi: float | None = None
-    for b in slot.price or []:
-        if b.lo is not None and b.mode != "less than":
-            lo = b.lo if lo is None else max(lo, b.lo)
-        if b.hi is not None and b.mode != "greater than":
-            hi = b.hi if hi is None else min(hi, b.hi)
-    if lo is None and hi is None:
-        return None
-    if lo is not None and hi is not None and lo > hi:
-        return False
-    return (lo, hi)
-
-
 def slot_passes(task: Task, i: int, product: Product, matcher: TitleMatcher | None = None) -> bool:
     """Whether `product` fully satisfies slot `i` of `task` under its grader (rule score 1;
-    for knowledge tasks, the key attribute and the stricter title match)."""
+    for intents graded on an answer, the key attribute and the stricter title match)."""
     m = matcher or DEFAULT_MATCHER
-    if task.intent == "knowledge":
+    if task.rules.answer:
         return grade(task, [product], m).success
     return grade_slot(task.reward[i], product, m, index=i).rule_score >= 1.0
 
@@ -211,7 +191,7 @@ def search_phrase(task: Task, i: int) -> str:
         return product_phrase(task.reward[i].title[0])
     phrase = task.phrases[i]
     answer = task.knowledge_attribute
-    if task.intent != "knowledge" or not answer:
+    if not task.rules.answer or not answer:
         return phrase
     return with_answer(phrase, answer, str(task.meta.get("knowledge_kind", "")))
 
@@ -220,16 +200,6 @@ def with_answer(phrase: str, answer: str, kind: str) -> str:
     """A knowledge item's words with the answer a shopper looked up: a brand goes before
     them, a material after them, as titles have them."""
     return f"{answer} {phrase}" if kind == "brand" else f"{phrase} {answer}"
-
-
-def phrase_search(index: SearchIndex, slot: Slot, phrase: str, window: int) -> list[TitledHit]:
-    """The top `window` hits for `phrase` under the slot's own filters (price bound,
-    services), best first, as ids and titles; empty when the slot's price bounds contradict
-    each other."""
-    price = slot_price_range(slot)
-    if price is False:
-        return []
-    return index.search_titles(phrase, price=price, service=list(slot.service or []), window=window)
 
 
 def slot_search(index: SearchIndex, task: Task, i: int, window: int) -> list[TitledHit]:
@@ -257,7 +227,7 @@ def satisfying_set(
     """
     m = _memoised(matcher or DEFAULT_MATCHER)
     slot = task.reward[i]
-    knowledge = task.intent == "knowledge"
+    knowledge = task.rules.answer
     if hits is None:
         hits = slot_search(index, task, i, window)
     screen = TitleScreen(m, slot.title, knowledge=knowledge)

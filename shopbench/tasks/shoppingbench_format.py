@@ -12,6 +12,10 @@ A slot is ``{product_id, title: [str], sku_options?: [{k: v}], attributes?: [{k:
 service?: [str], price?: [{mode: [lo, hi]}]}``. Converting a record to a task and back gives
 an equal record, key order and number types included, so a file read and written back is the
 same file (ShoppingBench writes ``json.dumps`` with its default separators).
+
+Each intent declares its record's form (:class:`~shopbench.tasks.intent_registry.
+ShoppingBenchForm`): the reward's form, the key only its records carry, and
+ShoppingBench's name for it.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from shopbench.outcome.spec import PriceBound, Slot, Voucher
-from shopbench.records.task import INTENTS, Intent
+from shopbench.records.task import Intent
 from shopbench.tasks.errors import TaskError
+from shopbench.tasks.intent_registry import IntentSpec, intent_names, intent_spec, intent_specs
 from shopbench.tasks.model import Task
 
 SLOT_KEYS: tuple[str, ...] = (
@@ -53,23 +58,30 @@ PROMPT_META = "shoppingbench.prompt"
 def intent_name(name: str) -> Intent:
     """Our intent for `name`; ShoppingBench's ``web`` is ``knowledge``. Raises TaskError."""
     key = name.strip().lower()
-    if key == "web":
-        return "knowledge"
-    if key in INTENTS:
+    theirs = {s.shoppingbench.name: s.name for s in intent_specs() if s.shoppingbench.name}
+    if key in theirs:
+        return theirs[key]  # type: ignore[return-value]
+    if key in intent_names():
         return key  # type: ignore[return-value]
-    allowed = ", ".join((*INTENTS, "web"))
+    allowed = ", ".join((*intent_names(), *theirs))
     raise TaskError(f"unknown intent {name!r} (allowed: {allowed})")
 
 
 def infer_intent(record: dict[str, Any]) -> Intent:
-    """The intent a ShoppingBench record's shape implies (see the module docstring)."""
-    if "Knowledge_Attribute" in record:
-        return "knowledge"
-    if "voucher" in record:
-        return "voucher"
-    if isinstance(record.get("reward"), list):
-        return "shop"
-    return "product"
+    """The intent a ShoppingBench record's shape implies: the intent whose marker key it
+    carries, else the one without a marker whose reward has the record's form."""
+    specs = intent_specs()
+    marked = sorted((s for s in specs if s.shoppingbench.marker), key=_precedence)
+    for spec in marked:
+        if spec.shoppingbench.marker in record:
+            return spec.name  # type: ignore[return-value]
+    form = "slots" if isinstance(record.get("reward"), list) else "slot"
+    plain = (s for s in specs if not s.shoppingbench.marker and s.shoppingbench.reward == form)
+    return next(plain).name  # type: ignore[return-value]
+
+
+def _precedence(spec: IntentSpec) -> int:
+    return spec.shoppingbench.precedence
 
 
 def record_id(record: dict[str, Any], intent: Intent) -> str:
@@ -159,7 +171,9 @@ def task_from_record(record: Any, intent: Intent | str | None = None) -> Task:
         raise TaskError("prompt: must be a string")
 
     fields: dict[str, Any] = {}
-    if want == "knowledge":
+    spec = intent_spec(want)
+    form = spec.shoppingbench.reward
+    if form == "target_record":
         if not isinstance(reward, dict):
             raise TaskError("reward: a knowledge task's reward is the target product record")
         pid, title = reward.get("product_id"), reward.get("title")
@@ -174,13 +188,13 @@ def task_from_record(record: Any, intent: Intent | str | None = None) -> Task:
             meta[KNOWLEDGE_RAW_META] = kw
         slots = [Slot(product_id=None if pid is None else str(pid), title=[title])]
         fields.update(knowledge_attribute=str(kw), target_record=reward)
-    elif want == "product":
+    elif form == "slot":
         slots = [_slot_from_record(reward, "reward")]
     else:
         if not isinstance(reward, list):
             raise TaskError(f"reward: a {want} task's reward is a list of slots")
         slots = [_slot_from_record(s, f"reward[{i}]") for i, s in enumerate(reward)]
-        if want == "voucher":
+        if spec.shape.voucher:
             fields["voucher"] = _voucher_from_record(record.get("voucher"))
     try:
         return Task(
@@ -236,7 +250,8 @@ def task_to_record(task: Task) -> dict[str, Any]:
     if PROMPT_META in task.meta:
         record["prompt"] = task.meta[PROMPT_META]
     record["query"] = task.query
-    if task.intent == "knowledge":
+    form = intent_spec(task.intent).shoppingbench.reward
+    if form == "target_record":
         raw = task.meta.get(KNOWLEDGE_RAW_META)
         keep_raw = raw is not None and str(raw) == task.knowledge_attribute
         record["Knowledge_Attribute"] = raw if keep_raw else task.knowledge_attribute
@@ -247,7 +262,7 @@ def task_to_record(task: Task) -> dict[str, Any]:
         record["reward"] = target
         return record
     slots = [_slot_to_record(s) for s in task.reward]
-    record["reward"] = slots[0] if task.intent == "product" else slots
+    record["reward"] = slots[0] if form == "slot" else slots
     if task.voucher is not None:
         v = task.voucher.model_dump()
         record["voucher"] = {

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from shopbench.distill.errors import RLDataError, RLError
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.tools import ShopTools
+from shopbench.tasks.intent_registry import intent_spec, intent_specs
 from shopbench.tasks.model import Task
 
 if TYPE_CHECKING:
@@ -81,7 +82,8 @@ class ShopbenchEnvironment:
     adds ``web_search`` for knowledge tasks, as the arena offers it only there.
     """
 
-    intents: typing.ClassVar[tuple[str, ...]] = ("product", "shop", "voucher")
+    extra_tools: typing.ClassVar[frozenset[str]] = frozenset()
+    """The tools it offers besides every task's: it plays the intents declaring exactly these."""
 
     find_product = _delegate("find_product")
     view_product_information = _delegate("view_product_information")
@@ -165,7 +167,7 @@ class ShopbenchEnvironment:
         ]  # fmt: skip
         ids = list(dict.fromkeys(i for i in (episode.resolve(t) for t in tokens if t) if i))
         products = [p for p in self._env.catalog.get(ids) if p is not None]
-        if task.intent == "knowledge":
+        if task.rules.answer:
             hit = any(self._env.grade(task, [p.product_id]).success for p in products)
             return 1.0 if hit else 0.0
         matcher = self._env.matcher
@@ -196,10 +198,10 @@ class ShopbenchEnvironment:
         return episode.call(name, arguments).content
 
     def _open(self, task: Task, key: bytes) -> None:
-        if task.intent not in self.intents:
+        if task.intent not in plays(type(self)):
             raise RLDataError(
                 f"task {task.id!r} is a {task.intent} task; {type(self).__name__} plays "
-                f"{', '.join(self.intents)} tasks"
+                f"{', '.join(plays(type(self)))} tasks"
             )
         self._task, self._key = task, key
         self._episode = self._env.new_episode(task, key=key)
@@ -234,7 +236,7 @@ class ShopbenchEnvironment:
 class KnowledgeEnvironment(ShopbenchEnvironment):
     """:class:`ShopbenchEnvironment` for knowledge tasks: the same tools and ``web_search``."""
 
-    intents: typing.ClassVar[tuple[str, ...]] = ("knowledge",)
+    extra_tools: typing.ClassVar[frozenset[str]] = frozenset({"web_search"})
 
     web_search = _delegate("web_search")
 
@@ -246,9 +248,24 @@ ENVIRONMENTS: dict[str, type[ShopbenchEnvironment]] = {
 """The environment of each row's ``environment`` field (TRL's multi-environment routing)."""
 
 
+def plays(environment: type[ShopbenchEnvironment]) -> tuple[str, ...]:
+    """The registered intents `environment` plays: those whose declared tools are its own."""
+    return tuple(s.name for s in intent_specs() if s.tools == environment.extra_tools)
+
+
+def environment_for(intent: str) -> str:
+    """The :data:`ENVIRONMENTS` entry that plays tasks of `intent` (the one offering the
+    intent's tools); RLDataError when none does."""
+    tools = intent_spec(intent).tools
+    for name, environment in ENVIRONMENTS.items():
+        if environment.extra_tools == tools:
+            return name
+    raise RLDataError(f"no RL environment offers the tools of {intent} tasks: {sorted(tools)}")
+
+
 def environment_name(task: Task) -> str:
     """The :data:`ENVIRONMENTS` entry that plays `task`."""
-    return "knowledge" if task.intent == "knowledge" else "shopping"
+    return environment_for(task.intent)
 
 
 def parse_row_task(task: Any) -> Task:

@@ -52,6 +52,7 @@ __all__ = ["RULES", "Candidate", "Claim", "Decisions", "Miss", "SlotDecision", "
 from shopbench.judging.rubric.grounding import fold
 from shopbench.outcome.constraints import LISTED_KINDS, Regrader, visible
 from shopbench.records.outcome import ConstraintHit, SlotGrade
+from shopbench.tasks.intent_registry import intent_spec
 
 _SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\d)\.(?=\d))+")  # "1,299.50" stays whole
 _ID = re.compile(r"(?<!\d)\d{10}(?!\d)")
@@ -251,7 +252,7 @@ def decide(
     outcome = record.outcome
     if outcome is None or recommend_turn is None or not recommended:
         return None
-    picks = recommended[:1] if outcome.intent in ("product", "knowledge") else recommended
+    picks = recommended[:1] if intent_spec(outcome.intent).grading.single_pick else recommended
     out = Decisions()
     products: dict[str, Product | None] = {}
     for grade, pick in zip(outcome.slots, picks, strict=False):
