@@ -19,7 +19,6 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from functools import cache
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -274,11 +273,16 @@ class Toolkit:
         return getattr(self, name)(**arguments)
 
 
-@cache
+_SPECS: dict[type, dict[str, ToolSpec]] = {}
+
+
 def _specs_of(cls: type) -> dict[str, ToolSpec]:
+    if cls in _SPECS:
+        return _SPECS[cls]
     specs: dict[str, ToolSpec] = {}
     for klass in reversed(cls.__mro__):
         for attr, fn in vars(klass).items():
             if callable(fn) and getattr(fn, _TOOL_FLAG, False):
                 specs[attr] = spec_from_function(fn)
+    _SPECS[cls] = specs
     return specs

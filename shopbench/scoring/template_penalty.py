@@ -119,7 +119,8 @@ class MinHasher:
         # for similarity estimates, and exactly reproducible everywhere numpy runs.
         with np.errstate(over="ignore"):
             mixed = (hashes[:, None] * self.a[None, :] + self.b[None, :]) % _MERSENNE
-        return mixed.min(axis=0)
+        least: np.ndarray = mixed.min(axis=0)
+        return least
 
 
 def similarity_matrix(signatures: np.ndarray) -> np.ndarray:
