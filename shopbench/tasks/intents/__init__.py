@@ -1,6 +1,7 @@
-"""Task intents as declared units: one :class:`~.spec.IntentSpec` per intent, one registry.
+"""The built-in task intents, one module each, every module declaring its ``SPEC``.
 
-To add an intent, add a module here declaring its ``SPEC`` and name it in
-:data:`.registry.BUILTIN`; the signed records' intent vocabulary
+The model of a declaration and the registry that loads these modules are in
+:mod:`shopbench.tasks.intent_registry`. To add an intent, add a module here and name it in
+:data:`~shopbench.tasks.intent_registry.BUILTIN`; the signed records' intent vocabulary
 (:data:`shopbench.records.task.Intent`) gains its name.
 """
