@@ -4,7 +4,8 @@ An honest arena archive verifies with no mismatch in another process that builds
 catalog from the revealed seed and regenerates the task banks; a record altered and
 re-signed with the validator's key is named by episode and field; a catalog of another
 seed shows in the replayed observations' digests; an LLM judge's combined verdict and a
-fallback re-derive from their recorded parts.
+fallback re-derive from their recorded typed parts, never from their prose; an archive
+written before verdicts carried parts (``tests/data/archive_v1``) still verifies.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,6 +23,7 @@ import pytest
 from api_archives import run_arena
 from typer.testing import CliRunner
 
+from shopbench.archive.reader import Trust
 from shopbench.archive.signing import sign_trajectory
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.catalog.layout import seed_hash
@@ -38,16 +41,24 @@ from shopbench.judging.errors import JudgeUnavailable
 from shopbench.judging.llm.fallback import fallback_verdict
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.records.trajectory import Trajectory
-from shopbench.records.verdict import CriterionResult, Verdict
-from shopbench.scoring.combine import Judgement
+from shopbench.records.verdict import (
+    CriterionResult,
+    LLMFallback,
+    RulePart,
+    Verdict,
+    VerdictParts,
+)
+from shopbench.scoring.combine import CombineRule, Judgement
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.round import score_round
 from shopbench.tasks.io import read_tasks
 from shopbench.trajectory.loop import run_episode
+from shopbench.verify.diff import short
+from shopbench.verify.regrade import judgement
 from shopbench.verify.report import VerifyReport
-from shopbench.verify.run import TaskIndex, verify_records
+from shopbench.verify.run import TaskIndex, read_archive, verify_records
 from template.arena import VALIDATOR
-from template.signing import HotkeySigner, LocalWallet
+from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
 ROOT = Path(__file__).resolve().parents[1]
 # What tests/conftest.py built the session catalog with, and what the arena drew its banks
@@ -300,9 +311,10 @@ def _llm(score: float) -> Verdict:
     )  # fmt: skip
 
 
-def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
-    arena: Arena, catalog_dir: Path
-) -> None:
+def _llm_round(arena: Arena) -> tuple[list[Trajectory], list[Trajectory]]:
+    """Miner 2's first round judged as a validator with an LLM judge does: the LLM's
+    judgement failed on the first episode (a fallback) and lowered the others' scores
+    (combined); and every other arena record, as the arena judged it (the rubric alone)."""
     rubric, consensus = RubricJudge(), ConsensusConfig()
     block = min(r.block or 0 for r in arena.records)
     mine = [r for r in arena.records if r.miner_uid == 2 and r.block == block]
@@ -317,7 +329,13 @@ def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
             judgements.append(Judgement(rubric=fallback))
         else:
             judgements.append(Judgement(rubric=verdict, llm=_llm(0.2 * i)))
-    scored = score_round("2", bare, judgements, consensus).trajectories
+    return score_round("2", bare, judgements, consensus).trajectories, rest
+
+
+def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
+    arena: Arena, catalog_dir: Path
+) -> None:
+    scored, rest = _llm_round(arena)
     assert any("llm_score" in (t.judge.signals if t.judge else {}) for t in scored)
     env = ShoppingEnv.open(catalog_dir)
     tasks = TaskIndex(read_tasks(arena.bank).tasks)
@@ -326,7 +344,7 @@ def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
 
     # The LLM's part is taken as recorded; the rubric's part and the arithmetic are not.
     combined = scored[1]
-    assert combined.judge is not None
+    assert combined.judge is not None and combined.judge.parts is not None
     gate = next(iter(combined.judge.gates))
     lied = combined.judge.model_copy(update={
         "gates": {**combined.judge.gates, gate: not combined.judge.gates[gate]},
@@ -336,10 +354,128 @@ def test_an_llm_combined_round_re_derives_from_its_recorded_parts(
     assert {m.field for m in report.mismatches} == {
         f"judge.gates.{gate}", "judge.unpenalised_score"
     }
-    unknown = combined.judge.model_copy(update={"rubric_version": "99"})
+    parts = combined.judge.parts
+    rubric = parts.rubric.model_copy(update={"rubric_version": "99"})
+    unknown = combined.judge.model_copy(update={
+        "rubric_version": "99", "parts": parts.model_copy(update={"rubric": rubric}),
+    })  # fmt: skip
     report = verify_records([combined.model_copy(update={"judge": unknown})], env, tasks)
     assert [(m.field, m.expected) for m in report.mismatches] == [("judge.rubric_version", "99")]
     assert "no packaged rubric of version '99'" in report.mismatches[0].got
+
+
+def test_new_verdicts_carry_typed_parts_which_verify_reads_and_never_the_prose(
+    arena: Arena, catalog_dir: Path, tmp_path: Path
+) -> None:
+    scored, rest = _llm_round(arena)
+    fallback, combined = scored[0].judge, scored[1].judge
+    plain = rest[0].judge
+    assert fallback is not None and combined is not None and plain is not None
+    assert fallback.parts is not None and combined.parts is not None and plain.parts is not None
+    assert fallback.parts.fallback == LLMFallback(
+        judge_id=_llm(0).judge_id, kind="timeout", message="no reply within 120 s"
+    )
+    assert fallback.parts.llm is None and fallback.parts.rubric.score == fallback.score
+    assert combined.parts.rule == RulePart(id="llm-lower/1", weight=0.5)
+    assert combined.parts.llm is not None and combined.parts.fallback is None
+    assert combined.parts.llm.score == 0.2 and combined.parts.llm.judge_id == _llm(0).judge_id
+    assert combined.parts.llm.criteria == _llm(0).criteria
+    assert combined.parts.rubric.score == combined.signals["rubric_score"] > combined.score
+    assert plain.parts == VerdictParts(rubric=plain.parts.rubric)
+    assert plain.parts.rubric.judge_id == plain.judge_id == "rubric-judge/2+rubric/2"
+
+    # Signed, stored and read back, the parts write the bytes that were signed.
+    root = _archive([*scored, *rest], tmp_path / "archive")
+    trust = Trust(validator=_signer().hotkey, verifier=HotkeyVerifier())
+    records, left_out = read_archive(root, trust)
+    assert left_out == [] and len(records) == 24
+    parts = {r.episode_id: r.judge.parts for r in [*scored, *rest] if r.judge}
+    assert {r.episode_id: r.judge.parts for r in records if r.judge} == parts
+    env = ShoppingEnv.open(catalog_dir)
+    tasks = TaskIndex(read_tasks(arena.bank).tasks)
+    report = verify_records(records, env, tasks, trust=trust)
+    assert report.mismatches == [] and report.verified == 24
+
+    # The prose is re-derived from the parts and compared, never read: a nonsense judge id
+    # and LLM score signal are named as what they are, and the score still reproduces.
+    prose = combined.model_copy(update={
+        "judge_id": "nonsense", "signals": {**combined.signals, "llm_score": 0.9},
+    })  # fmt: skip
+    report = verify_records([scored[1].model_copy(update={"judge": prose})], env, tasks)
+    assert {(m.field, m.expected, m.got) for m in report.mismatches} == {
+        ("judge.judge_id", "nonsense", short(combined.judge_id)),
+        ("judge.signals.llm_score", "0.9", "0.2"),
+    }
+    assert combined.judge_id.endswith("+llm-lower/1")
+    # A fallback whose note is gone is re-derived from its typed failure.
+    silent = fallback.model_copy(update={"notes": fallback.notes[:-1]})
+    report = verify_records([scored[0].model_copy(update={"judge": silent})], env, tasks)
+    [gone] = report.mismatches
+    assert gone.field == f"judge.notes[{len(fallback.notes) - 1}]"
+    assert gone.got == short(fallback.notes[-1]) and "(timeout): no reply" in fallback.notes[-1]
+    # The parts decide: an LLM part that lies moves the re-derived score.
+    llm = combined.parts.llm.model_copy(update={"score": 0.9})
+    lying = combined.model_copy(update={"parts": combined.parts.model_copy(update={"llm": llm})})
+    report = verify_records([scored[1].model_copy(update={"judge": lying})], env, tasks)
+    assert {"judge.score", "judge.signals.llm_score", "score"} <= {
+        m.field for m in report.mismatches
+    }
+
+
+V1 = ROOT / "tests" / "data" / "archive_v1"
+V1_VALIDATOR = "5DwG4js1NM4Q3gTEPQGN9Txyc9wD2zzTXQTS2FEQdVohNCpP"
+
+
+def test_an_archive_written_before_typed_parts_reads_verifies_and_regrades(
+    catalog_dir: Path, tmp_path: Path
+) -> None:
+    archive = shutil.copytree(V1 / "archive", tmp_path / "archive")
+    result = CliRunner().invoke(app, [
+        "verify", "--archive", str(archive), "--catalog", str(catalog_dir),
+        "--tasks", str(V1 / "tasks.jsonl"), "--signed-by", V1_VALIDATOR, "--json", "--quiet",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = VerifyReport.model_validate_json(result.stdout.strip().splitlines()[-1])
+    assert report.mismatches == [] and report.left_out == []
+    assert report.episodes == report.verified == 3 and report.rounds_checked == 3
+    assert report.signatures_checked
+
+    # Its verdicts have no parts; the one reader of their prose gives them back.
+    records = {r.miner_uid: r for r in read_archive(archive)[0]}
+    assert all(r.judge is not None and r.judge.parts is None for r in records.values())
+    judged = {}
+    for uid, r in records.items():
+        assert r.judge is not None
+        judged[uid] = judgement(r.model_copy(update={"judge": None}), r.judge)
+    combined, rule = judged[2]
+    assert rule == CombineRule(id="llm-lower/1", weight=0.5) and combined.llm is not None
+    assert combined.llm.score == 0.2 and combined.llm.judge_id == _llm(0).judge_id
+    assert combined.llm.criteria == _llm(0).criteria and combined.llm.notes == _llm(0).notes
+    assert combined.combined(rule).score == records[2].judge.score  # type: ignore[union-attr]
+    fallback, _ = judged[3]
+    assert fallback.llm is None and fallback.rubric.parts is not None
+    assert fallback.rubric.parts.fallback == LLMFallback(
+        judge_id=_llm(0).judge_id, kind="timeout", message="no reply within 120 s"
+    )
+    alone, _ = judged[4]
+    assert alone.llm is None and alone.rubric.parts is not None
+    assert alone.rubric.parts.fallback is None and alone.rubric.parts.llm is None
+
+
+def test_a_verdict_and_its_parts_write_exactly_what_they_read() -> None:
+    # A later release's record: a field of a part this release does not know, an optional
+    # part field left out. Read and written again, it is the same bytes (the signed ones).
+    text = (
+        '{"score":0.55,"judge_id":"x","parts":{"rubric":{"judge_id":"r","judge_version":"2",'
+        '"rubric_version":"2","score":0.9},"llm":{"judge_id":"l","judge_version":"2",'
+        '"score":0.2,"digest":"ab12"},"rule":{"id":"llm-lower/1","weight":0.5}}}'
+    )
+    verdict = Verdict.model_validate_json(text)
+    assert verdict.parts is not None and verdict.parts.llm is not None
+    assert verdict.parts.llm.rationale == "" and verdict.parts.rule is not None
+    assert verdict.model_dump_json() == text
+    with pytest.raises(ValueError, match="come together"):
+        VerdictParts.model_validate({"rubric": verdict.parts.rubric, "llm": verdict.parts.llm})
 
 
 class _Scripted:

@@ -12,22 +12,12 @@ what kind of failure it was; callers answer it with the rubric's verdict (a *fal
 
 from __future__ import annotations
 
-from typing import Literal
-
 from shopbench.errors import ShopbenchError
 from shopbench.openai_compat.errors import EndpointFailure
+from shopbench.records.verdict import LLMFailureKind
 
-FailureKind = Literal[
-    "down",  # refused, unreachable, or a 5xx status
-    "timeout",  # no reply within the request timeout
-    "rate_limited",  # 429 after every retry
-    "rejected",  # a 4xx status other than 429 (a request the server will not serve)
-    "bad_reply",  # a body that is not a chat completion, or content that is no judgement
-    "truncated",  # the reply stopped at the token limit before its JSON was complete
-    "too_long",  # the trajectory does not fit the prompt budget even fully cut
-    "model_mismatch",  # /v1/models shows another model, revision or a short context
-    "deadline",  # the judgement's or the round's time ran out
-]
+FailureKind = LLMFailureKind
+"""The kinds of :class:`JudgeUnavailable`: what a fallback records (one list, in the records)."""
 
 
 class JudgeError(ShopbenchError):

@@ -15,6 +15,11 @@ bounds what one noisy judgement can cost an honest miner. An LLM that is unavail
 leaves the rubric's score as it is, with the fallback recorded
 (:mod:`shopbench.judging.llm.fallback`).
 
+A combined verdict records how it was made in its typed parts: the rubric's part, the LLM's
+(:class:`~shopbench.records.verdict.LLMPart`: everything :func:`combine` takes from the LLM
+verdict) and the rule's id and weight; :func:`llm_verdict` and :meth:`CombineRule.of` give
+them back, so a verifier re-derives the combination from a record without reading its prose.
+
 Which episodes the LLM reads: :func:`select_for_llm` picks ``ceil(rate * n)`` of the
 round's ``n`` tasks by a keyed hash of the task id under the validator's round secret, and
 every miner's episode of a picked task is judged. Miners cannot tell which tasks will be
@@ -31,7 +36,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.records.verdict import Verdict
+from shopbench.records.verdict import LLMPart, RulePart, Verdict, VerdictParts, rubric_part
 
 log = logging.getLogger("shopbench.scoring.combine")
 
@@ -49,6 +54,15 @@ class CombineRule(BaseModel):
     def score(self, rubric: float, llm: float) -> float:
         """The combined score: `rubric` lowered by `weight` of how far `llm` is below it."""
         return round(rubric - self.weight * max(0.0, rubric - llm), 6)
+
+    def part(self) -> RulePart:
+        """The rule as a combined verdict records it."""
+        return RulePart(id=self.id, weight=self.weight)
+
+    @classmethod
+    def of(cls, part: RulePart) -> CombineRule:
+        """The rule a combined verdict's recorded `part` names."""
+        return cls(id=part.id, weight=part.weight)
 
 
 DEFAULT_RULE = CombineRule()
@@ -91,12 +105,30 @@ def select_for_llm(task_ids: Sequence[str], rate: float, key: bytes) -> frozense
     return frozenset(ranked[:k])
 
 
+def llm_part(llm: Verdict) -> LLMPart:
+    """What :func:`combine` takes from the LLM's verdict, as a combined verdict records it."""
+    return LLMPart(
+        judge_id=llm.judge_id, judge_version=llm.judge_version, score=llm.score,
+        rationale=llm.rationale, criteria=list(llm.criteria), notes=list(llm.notes),
+    )  # fmt: skip
+
+
+def llm_verdict(part: LLMPart) -> Verdict:
+    """The LLM's verdict as far as :func:`combine` reads it, from a combined verdict's
+    recorded `part` (``combine(r, llm_verdict(llm_part(v)), rule) == combine(r, v, rule)``)."""
+    return Verdict(
+        score=part.score, judge_id=part.judge_id, judge_version=part.judge_version,
+        rationale=part.rationale, criteria=list(part.criteria), notes=list(part.notes),
+    )  # fmt: skip
+
+
 def combine(rubric: Verdict, llm: Verdict, rule: CombineRule = DEFAULT_RULE) -> Verdict:
     """The rubric's verdict with its score combined with `llm`'s by `rule`.
 
-    The gates, criteria and stop are the rubric's (the deterministic base); the LLM's
-    criteria follow as ``llm:<name>`` entries, its score and the rule in the signals, its
-    rationale after the rubric's, and the judge id names both.
+    The gates, criteria and stop are the rubric's (the deterministic base); the parts
+    record the rubric's part, the LLM's and the rule. For readers, the LLM's criteria follow
+    as ``llm:<name>`` entries, its score and the rule in the signals, its rationale after
+    the rubric's, and the judge id names both.
     """
     llm_criteria = [c.model_copy(update={"name": f"llm:{c.name}"}) for c in llm.criteria]
     score = rule.score(rubric.score, llm.score)
@@ -112,4 +144,5 @@ def combine(rubric: Verdict, llm: Verdict, rule: CombineRule = DEFAULT_RULE) -> 
             **rubric.signals, "rubric_score": rubric.score, "llm_score": llm.score,
             "llm_sampled": 1.0, "llm_fallback": 0.0, "combine_weight": rule.weight,
         },
+        "parts": VerdictParts(rubric=rubric_part(rubric), llm=llm_part(llm), rule=rule.part()),
     })

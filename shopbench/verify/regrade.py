@@ -5,35 +5,32 @@ What a record's ``judge`` holds is made in three steps (``scoring/round.py``): t
 verdict, maybe combined with an LLM judge's (``scoring/combine.py``) or marked as an LLM
 fallback (``judging/llm/fallback.py``); then the miner's template and decision factors for
 the round; then the episode score (``scoring/score.py``). The rubric is deterministic and
-is run again, with the rubric version the record names. An LLM's opinion cannot be asked
-again identically, so its part is read back from the record (its score, criteria,
-rationale, notes, judge id and version, and the combine rule's id and weight) and combined
+is run again, with the rubric version the record's rubric part names. An LLM's opinion
+cannot be asked again identically, so its part is read back from the record's typed parts
+(``judge.parts``: the LLM's part and the combine rule, or the LLM's failure) and combined
 with the re-derived rubric verdict by the same functions; the factors are the recorded
-ones (:mod:`shopbench.verify.rounds` re-derives them from the miner's whole round).
+ones (:mod:`shopbench.verify.rounds` re-derives them from the miner's whole round). The
+verdict's prose (``judge_id``, ``rationale``, ``notes``, ``signals``) is never read: it is
+re-derived from the parts and compared. A record written before typed parts has none; its
+parts are read from its prose by :mod:`shopbench.verify.legacy_verdict`, the one reader of
+that shape.
 """
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from importlib import resources
 
-from shopbench.judging.errors import JudgeUnavailable
-from shopbench.judging.llm.fallback import FALLBACK_SIGNAL, fallback_verdict
+from shopbench.judging.llm.fallback import with_fallback
 from shopbench.judging.rubric.judge import RubricJudge, load_rubric
 from shopbench.records.trajectory import Trajectory
-from shopbench.records.verdict import Verdict
-from shopbench.scoring.combine import CombineRule, Judgement
+from shopbench.records.verdict import Verdict, VerdictParts
+from shopbench.scoring.combine import DEFAULT_RULE, CombineRule, Judgement, llm_verdict
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.decision_rules import penalise_decisions
 from shopbench.scoring.template_penalty import penalise
 from shopbench.verify.errors import VerifyError
-
-_FALLBACK_NOTE = re.compile(
-    r"^llm judge (?P<id>.+) unavailable \((?P<kind>[a-z_]+)\): (?P<message>.*); "
-    r"the rubric verdict stands$",
-    re.S,
-)
+from shopbench.verify.legacy_verdict import legacy_parts, without_parts
 
 
 @cache
@@ -48,56 +45,40 @@ def rubric_judge(version: str) -> RubricJudge:
         return RubricJudge(load_rubric(path))
 
 
-def _llm_part(recorded: Verdict, rubric: Verdict) -> tuple[Verdict, CombineRule]:
-    """The LLM verdict and combine rule a combined `recorded` verdict was made from, read
-    back around the re-derived `rubric` verdict (``combine``'s own layout, undone)."""
-    rule_id = recorded.judge_id.rsplit("+", 1)[-1]
-    weight = recorded.signals.get("combine_weight", CombineRule().weight)
-    if not 0.0 <= weight <= 1.0:  # no rule has it: the signals' mismatch will say so
-        weight = CombineRule().weight
-    rule = CombineRule(id=rule_id, weight=weight)
-    judge_id = recorded.judge_id.removesuffix(f"+{rule_id}")
-    judge_id = judge_id.removeprefix(f"{rubric.judge_id}+")
-    version = recorded.judge_version.removeprefix(f"{rubric.judge_version}+")
-    score = recorded.signals.get("llm_score", 0.0)
-    _, _, rationale = recorded.rationale.partition(f"({rule_id}): ")
-    return Verdict(
-        score=score, judge_id=judge_id, judge_version=version, rationale=rationale,
-        criteria=[c.model_copy(update={"name": c.name.removeprefix("llm:")})
-                  for c in recorded.criteria if c.name.startswith("llm:")],
-        notes=[n.removeprefix("llm: ") for n in recorded.notes[len(rubric.notes):]
-               if n.startswith("llm: ")],
-    ), rule  # fmt: skip
+def rubric_version(recorded: Verdict) -> str:
+    """The version of the rubric `recorded` was judged by: its rubric part's (a verdict
+    written before typed parts: its own field's, 2 when empty)."""
+    if recorded.parts is not None:
+        return recorded.parts.rubric.rubric_version
+    return recorded.rubric_version or "2"
 
 
-def _fallback(recorded: Verdict, rubric: Verdict) -> Verdict:
-    """`rubric` marked as standing in for the failed LLM judgement `recorded` names."""
-    for note in reversed(recorded.notes):
-        m = _FALLBACK_NOTE.match(note)
-        if m is not None:
-            failure = JudgeUnavailable(m["kind"], m["message"])  # type: ignore[arg-type]
-            return fallback_verdict(rubric, failure, m["id"])
-    return fallback_verdict(rubric, JudgeUnavailable("down", "(no note recorded)"), "?")
+def judgement_of(rubric: Verdict, parts: VerdictParts) -> tuple[Judgement, CombineRule]:
+    """The round's judgement made of the re-derived `rubric` verdict and the recorded
+    `parts`: the rubric's alone, standing in for the LLM's failure, or with the LLM's
+    verdict; and the rule that combines them."""
+    if parts.fallback is not None:
+        return Judgement(rubric=with_fallback(rubric, parts.fallback)), DEFAULT_RULE
+    if parts.llm is not None and parts.rule is not None:
+        return Judgement(rubric=rubric, llm=llm_verdict(parts.llm)), CombineRule.of(parts.rule)
+    return Judgement(rubric=rubric), DEFAULT_RULE
 
 
 def judgement(replayed: Trajectory, recorded: Verdict) -> tuple[Judgement, CombineRule]:
     """The round's judgement of the episode, re-derived: the rubric's verdict on the replayed
-    record (with the recorded LLM fallback, if any) and the recorded LLM verdict, if any."""
-    version = recorded.rubric_version or "2"
-    rubric = rubric_judge(version).judge(replayed)
-    if recorded.signals.get(FALLBACK_SIGNAL, 0.0) >= 1.0:
-        return Judgement(rubric=_fallback(recorded, rubric)), CombineRule()
-    if "llm_score" in recorded.signals:
-        llm, rule = _llm_part(recorded, rubric)
-        return Judgement(rubric=rubric, llm=llm), rule
-    return Judgement(rubric=rubric), CombineRule()
+    record with the recorded parts (:func:`judgement_of`). VerifyError when this release
+    packages no rubric of the recorded version."""
+    rubric = rubric_judge(rubric_version(recorded)).judge(replayed)
+    parts = recorded.parts if recorded.parts is not None else legacy_parts(recorded, rubric)
+    return judgement_of(rubric, parts)
 
 
 def expected_record(
     replayed: Trajectory, recorded: Verdict, consensus: ConsensusConfig
 ) -> tuple[Trajectory, Judgement]:
     """`replayed` judged and scored as the round did, with the recorded LLM part and the
-    recorded template and decision factors; and the judgement it was made from."""
+    recorded template and decision factors; and the judgement it was made from. A record
+    written before typed parts is expected without them, as its release wrote it."""
     from shopbench.scoring.score import with_judgement
 
     judged, rule = judgement(replayed, recorded)
@@ -107,4 +88,6 @@ def expected_record(
         verdict = penalise(verdict, recorded.template_factor)
     if "decision_factor" in given:
         verdict = penalise_decisions(verdict, recorded.decision_factor)
+    if recorded.parts is None:
+        verdict = without_parts(verdict)
     return with_judgement(replayed, verdict, consensus.score), judged

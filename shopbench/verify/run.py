@@ -26,7 +26,7 @@ from shopbench.tasks.model import Task
 from shopbench.verify.config import VerifyConfig
 from shopbench.verify.diff import differences, short
 from shopbench.verify.errors import VerifyError
-from shopbench.verify.regrade import expected_record
+from shopbench.verify.regrade import expected_record, rubric_version
 from shopbench.verify.replay import (
     RevealedSeed,
     replay_differences,
@@ -143,7 +143,7 @@ def _check(
     try:
         expected, judged = expected_record(unjudged, record.judge, consensus)
     except VerifyError as e:  # a rubric version this release does not package
-        seen.add([("judge.rubric_version", record.judge.rubric_version, str(e))])
+        seen.add([("judge.rubric_version", rubric_version(record.judge), str(e))])
         return None
     assert expected.judge is not None  # expected_record judges it
     seen.add(differences(

@@ -117,4 +117,8 @@ class RubricJudge:
             "criteria": results,
             "notes": list(ev.notes),
             "signals": _signals(ev),
-        })
+            "parts": {"rubric": {
+                "judge_id": self.judge_id, "judge_version": self.version,
+                "rubric_version": info.version, "score": round(score, 6),
+            }},
+        })  # fmt: skip
