@@ -16,6 +16,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from shopbench.errors import first_problem
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
@@ -104,7 +106,4 @@ def load_toml(
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
-        raise error(f"{where}: {loc + ': ' if loc else ''}{msg}") from None
+        raise error(f"{where}: {first_problem(e)}") from None

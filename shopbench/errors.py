@@ -151,6 +151,8 @@ caller names) or :class:`ShopbenchError` itself.
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class ShopbenchError(Exception):
     """Base of every error shopbench raises on purpose."""
@@ -170,3 +172,14 @@ class UnreadableArguments(ShopbenchError, ValueError):
     """Tool-call arguments that are not a JSON object of finite values nested at most
     ``chat.MAX_ARGUMENTS_DEPTH`` deep (:func:`shopbench.chat.parse_arguments`); the
     message is one line saying why."""
+
+
+def first_problem(e: ValidationError, *, under: str = "", default: str = "") -> str:
+    """A pydantic error as one line, the way every boundary of shopbench states one: the first
+    problem's location, dotted (under `under`; `default` when it has none), then its message
+    without pydantic's ``Value error, `` prefix — ``"limits.max_turns: Input should be ..."``.
+    """
+    first = e.errors()[0]
+    where = ".".join(str(p) for p in (*([under] if under else []), *first["loc"])) or default
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message

@@ -126,3 +126,30 @@ def test_the_table_names_each_package_with_its_root() -> None:
         assert any(c.startswith(f"``{package}.errors`` → {root.__name__}") for c in first), (
             f"no row ``{package}.errors`` → {root.__name__} in shopbench/errors.py's table"
         )
+
+
+def test_a_validation_error_is_one_line_naming_where_and_what() -> None:
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    from shopbench.errors import first_problem
+
+    class Inner(BaseModel):
+        turns: int
+
+        @field_validator("turns")
+        @classmethod
+        def positive(cls, v: int) -> int:
+            if v < 1:
+                raise ValueError("turns must be at least 1")
+            return v
+
+    class Outer(BaseModel):
+        limits: Inner
+
+    with pytest.raises(ValidationError) as bad:
+        Outer.model_validate({"limits": {"turns": 0}})
+    assert first_problem(bad.value) == "limits.turns: turns must be at least 1"
+    assert first_problem(bad.value, under="run") == "run.limits.turns: turns must be at least 1"
+    with pytest.raises(ValidationError) as whole:
+        Outer.model_validate(3)
+    assert first_problem(whole.value, default="config").startswith("config: Input should be")

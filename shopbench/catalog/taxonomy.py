@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.catalog.errors import CatalogError
+from shopbench.errors import first_problem
 
 DATA_PACKAGE = "shopbench.catalog"  # the JSON files are in its data/ folder
 FILES = (
@@ -234,9 +235,7 @@ def _model(name: str, model: type[BaseModel], raw: Any) -> Any:
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CatalogError(f"{name}: {where}: {first['msg']}") from None
+        raise CatalogError(f"{name}: {first_problem(e)}") from None
 
 
 def _vocab(raw: Any) -> dict[str, tuple[str, ...]]:

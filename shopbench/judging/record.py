@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from shopbench.chat import MAX_TEXT_BYTES, ChatMessage, cut_utf8, utf8_size
+from shopbench.errors import first_problem
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
 
@@ -74,10 +75,9 @@ def read_record(record: Trajectory | Mapping[str, Any]) -> JudgedRecord:
     try:
         return read_record(Trajectory.model_validate(record))
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "record"
         note = (
-            f"the record is not a valid trajectory ({where}: {first['msg']}); judged on the "
+            f"the record is not a valid trajectory ({first_problem(e, default='record')}); "
+            "judged on the "
             "fields that could be read"
         )
     notes = [note]
@@ -143,9 +143,7 @@ def _items(raw: Any, model: type[M], what: str, notes: list[str]) -> list[M]:
         try:
             out.append(model.model_validate(item))
         except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or what
-            bad.append(f"{what} {i} ({where}: {first['msg']})")
+            bad.append(f"{what} {i} ({first_problem(e, default=what)})")
     if bad:
         shown = "; ".join(bad[:_MAX_NOTED])
         more = f" and {len(bad) - _MAX_NOTED} more" if len(bad) > _MAX_NOTED else ""

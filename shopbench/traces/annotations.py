@@ -47,6 +47,7 @@ from shopbench.archive.durable import fsync_dir
 from shopbench.archive.errors import AnnotationRefused
 from shopbench.archive.signing import Signer, Verifier
 from shopbench.chat import MAX_TURNS
+from shopbench.errors import first_problem
 
 if TYPE_CHECKING:
     from shopbench.records.trajectory import Trajectory
@@ -196,9 +197,7 @@ def annotate(
 
 
 def _reason(e: ValidationError) -> str:
-    first = e.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "annotation"
-    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
+    return first_problem(e, default="annotation")
 
 
 def annotation_file(root: str | Path, annotator: str) -> Path:

@@ -24,6 +24,7 @@ from shopbench.chat import (
     arguments_as_text,
     cut_utf8,
 )
+from shopbench.errors import first_problem
 from shopbench.records.trajectory import MAX_DETAIL_CHARS, FailureKind
 
 if TYPE_CHECKING:
@@ -92,10 +93,8 @@ def read_reply(raw: object) -> LooseReply:
     try:
         return LooseReply.model_validate(raw)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "message"
         raise ValueError(
-            f"the reply is not an assistant message ({where}: {first['msg']})"
+            f"the reply is not an assistant message ({first_problem(e, default='message')})"
         ) from None
 
 

@@ -16,6 +16,7 @@ from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.schema import Product
 from shopbench.catalog.search import fields as F
 from shopbench.catalog.search.hit_table import HitTableWriter
+from shopbench.errors import first_problem
 
 INDEX_FORMAT = 3
 """Version of the schema and analysis; an index of another version must be rebuilt."""
@@ -139,10 +140,7 @@ def _check_row(row: dict[str, Any], *, full: bool) -> None:
         try:
             Product.model_validate(row)
         except ValidationError as e:
-            err = e.errors()[0]
-            raise CatalogError(
-                f"product {pid!r}: invalid row ({'.'.join(map(str, err['loc']))}: {err['msg']})"
-            ) from None
+            raise CatalogError(f"product {pid!r}: invalid row ({first_problem(e)})") from None
 
 
 def _write_marker(path: Path, n: int) -> None:

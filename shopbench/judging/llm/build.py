@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shopbench.errors import first_problem
 from shopbench.judging.errors import JudgeSpecError
 from shopbench.judging.llm.cache import DiskCache, VerdictCache
 from shopbench.judging.llm.client import Sleep
@@ -63,9 +64,6 @@ def make_llm_judge(
     try:
         config = LLMJudgeConfig(endpoints=endpoints, override=override, **options)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "judge"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise JudgeSpecError(f"judge {spec!r}: {where}: {message}") from None
+        raise JudgeSpecError(f"judge {spec!r}: {first_problem(e, default='judge')}") from None
     cache: VerdictCache | None = DiskCache(cache_dir) if cache_dir is not None else None
     return LLMJudge(config, rubric=load_rubric(rubric), cache=cache, sleep=sleep)
