@@ -180,6 +180,64 @@ def test_curate_measures_every_rule_against_the_true_policies(
     assert "dishonest removal precision" in markdown and "| narrator | yes |" in markdown
 
 
+def test_the_headline_is_computed_from_the_per_policy_table(
+    played: dict[int, list[Trajectory]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    everything = [t for ts in played.values() for t in ts]
+    root = _archive(tmp_path / "archive", everything)
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--truth", str(_truth(tmp_path / "arena.json")),
+                   "--out", str(out)) == 0  # fmt: skip
+    report = json.loads((out / "report.json").read_text())
+    policies = report["policies"]
+    honest = [p for p in policies.values() if p["honest"] is True]
+    dishonest = [p for p in policies.values() if p["honest"] is False]
+    h_in, h_kept = sum(p["episodes"] for p in honest), sum(p["kept"] for p in honest)
+    h_retained = sum(p["retained"] for p in honest)
+    d_in = sum(p["episodes"] for p in dishonest)
+    d_removed = d_in - sum(p["retained"] for p in dishonest)
+    # Retained = kept, or dropped as a duplicate of a kept episode: what the headline counts.
+    for p in policies.values():
+        assert p["retained"] == p["kept"] + p["dropped_by_rule"].get("duplicates", 0)
+    # honest retention = the honest policies' retained episodes / their episodes; recall =
+    # the dishonest policies' removed / theirs; precision = dishonest of all removed.
+    assert report["honest_retention"] == round(h_retained / h_in, 4)
+    assert report["dishonest_removal_recall"] == round(d_removed / d_in, 4)
+    assert report["dishonest_removal_precision"] == round(
+        d_removed / (d_removed + h_in - h_retained), 4
+    )
+    # The duplicates make the plain kept share differ here: the table shows both.
+    assert h_kept < h_retained
+    markdown = (out / "report.md").read_text()
+    assert (
+        f"honest retention {report['honest_retention']:.3f} = {h_retained} of the honest "
+        f"policies' {h_in} episodes retained ({h_kept} kept, {h_retained - h_kept} dropped as "
+        "duplicates of a kept episode)"
+    ) in markdown
+    total = next(line for line in markdown.splitlines()
+                 if line.startswith("| **all honest policies** |"))  # fmt: skip
+    assert total.startswith(
+        f"| **all honest policies** | True | {h_in} | {h_kept} | {h_retained} |"
+    )
+    assert f"{d_removed} of the dishonest policies' {d_in} episodes removed" in markdown
+    assert f"({h_retained} of {h_in} honest episodes kept or duplicates" in capsys.readouterr().out
+
+
+def test_the_commonest_reasons_keep_the_thresholds_that_dropped_them(
+    played: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    root = _archive(tmp_path / "archive", [*played[0], *played[3], *played[5]])
+    cfg = _write(tmp_path / "c.toml", "[judge]\nprocess_score_min = 0.95\n")
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) in (0, 2)
+    rules = json.loads((out / "report.json").read_text())["rules"]
+    assert set(rules["judge"]["reasons"]) == {"process score N < 0.95"}
+    assert all(r.startswith("narrator score N >= 0.6: ") for r in rules["narrator"]["reasons"])
+    assert set(rules["validity"]["reasons"]) == {"N accepted recommendations, not 1"}
+    markdown = (out / "report.md").read_text()
+    assert f"- **judge** ({rules['judge']['dropped']}): process score N < 0.95" in markdown
+
+
 def test_a_test_query_in_the_archive_is_counted_and_dropped(
     played: dict[int, list[Trajectory]], tmp_path: Path, shoppingbench_data: Path
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from datasets import Value, load_dataset
+from datasets import Json, Value, load_dataset
 from distill_data import assistant_turns, curated_set, play
 
 from shopbench.cli import main
@@ -59,7 +59,9 @@ def test_build_writes_two_splits_that_datasets_loads(
 
     ds = load_dataset("parquet", data_dir=str(out))
     assert set(ds) == {"train", "validation"}
-    assert ds["train"].features["tools"] == Value("string")
+    # the schemas decode to the list apply_chat_template takes, whatever their parameters
+    assert ds["train"].features["tools"] == Json()
+    assert all(isinstance(r["tools"], list) for r in ds["train"])
     call = ds["train"].features["messages"].feature["tool_calls"].feature["function"]
     assert call["arguments"] == Value("string")
     for split, clusters in (("train", train_clusters), ("validation", valid_clusters)):

@@ -17,6 +17,16 @@ _BENCH = Flags(CurateBenchConfig)
 _CONTAMINATION = Flags(ContaminationBenchConfig)
 
 
+def _list_rules(value: bool) -> None:
+    """``--rules``: every rule of the registry with its defaults, as a TOML config."""
+    if not value:
+        return
+    from shopbench.curation.config import defaults_toml
+
+    typer.echo(defaults_toml(), nl=False)
+    raise typer.Exit()
+
+
 @takes(archive_source_block(
     "--archive", "archive root (the store's directory), or a URL to pull from "
     "(s3://bucket/prefix, file:///path, http(s)://HOST; needs --validator)",
@@ -40,6 +50,11 @@ def curate_command(
         "test files or ours; repeatable, added to the config's)",
     ),  # fmt: skip
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of a summary"),
+    rules: bool = typer.Option(
+        False, "--rules", is_eager=True, expose_value=False, callback=_list_rules,
+        help="print every rule in pipeline order with its parameters' defaults (a complete "
+        "config, as TOML) and exit",
+    ),  # fmt: skip
     source: ArchiveSource | None = None,
 ) -> None:
     """Filter an archive into a curated training set: every drop named with its rule and
@@ -47,6 +62,7 @@ def curate_command(
     nothing is kept."""
     from shopbench.curation.config import load_config
     from shopbench.curation.pipeline import curate
+    from shopbench.curation.report import headline
     from shopbench.curation.truth import load_truth
     from template.signing import HotkeyVerifier
 
@@ -60,9 +76,12 @@ def curate_command(
     dropped = ", ".join(f"{k} {v}" for k, v in report.dropped_by_rule.items() if v)
     typer.echo(f"kept {report.kept} of {report.episodes_in} episodes ({dropped or 'none dropped'})")
     if report.honest_retention is not None:
+        top = headline(report.policies)
         typer.echo(
             f"dishonest removal precision {report.dishonest_removal_precision}, recall "
-            f"{report.dishonest_removal_recall}; honest retention {report.honest_retention}"
+            f"{report.dishonest_removal_recall}; honest retention {report.honest_retention} "
+            f"({top.honest_retained} of {top.honest} honest episodes kept or duplicates of "
+            "kept ones)"
         )
     if not report.contaminated:
         typer.echo(

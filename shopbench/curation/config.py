@@ -1,257 +1,127 @@
 """What a curation run is told: each rule's parameters, recovery mining, the test sets.
 
-A config is a TOML file with one table per rule (``[validity]``, ``[narrator]``, ...) and
-``[recovery]``; every table is optional and every parameter has a default, and a rule with
-``enabled = false`` drops nothing. An unknown table or parameter is refused before any work,
-naming the valid ones. The release's default is ``shopbench/curation/data/curate.toml``
-(``docs/curation.md`` gives each rule's measured effect).
+A config is a TOML file with one table per rule (``[validity]``, ``[narrator]``, ...: the
+rules of :data:`shopbench.curation.rules.RULES`) and ``[recovery]``. Every table and every
+parameter is optional: each default is declared once, in the rule's parameters model, and a
+config holds only what it changes. A rule with ``enabled = false`` drops nothing. An unknown
+table or parameter is refused before any work, naming the valid ones. The release's config
+is ``shopbench/curation/data/curate.toml`` (its departures from the defaults);
+``shopbench curate --rules`` prints every rule with every default (:func:`defaults_toml`).
 """
 
 from __future__ import annotations
 
+import json
+import textwrap
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from shopbench.curation.contamination import ContaminationParams
 from shopbench.curation.errors import CurationError
+from shopbench.curation.registry import Rule, RuleParams
+from shopbench.curation.rules import RULES
+from shopbench.curation.rules.caps import CapsParams
+from shopbench.curation.rules.claims import ClaimsParams
+from shopbench.curation.rules.clones import ClonesParams
+from shopbench.curation.rules.dedup import DedupParams
+from shopbench.curation.rules.duplicates import DuplicatesParams
+from shopbench.curation.rules.judge import JudgeParams
+from shopbench.curation.rules.narrator import NarratorParams
+from shopbench.curation.rules.outcome import OutcomeParams
+from shopbench.curation.rules.structure import StructureParams
+from shopbench.curation.rules.validity import ValidityParams
 from shopbench.datafiles import load_toml
 
 DEFAULT_CONFIG = "curate.toml"
+RECOVERY = "recovery"
+
+__all__ = [
+    "DEFAULT_CONFIG", "CapsParams", "ClaimsParams", "ClonesParams", "ContaminationParams",
+    "CurateConfig", "DedupParams", "DuplicatesParams", "JudgeParams", "NarratorParams",
+    "OutcomeParams", "RecoveryParams", "StructureParams", "ValidityParams", "defaults_toml",
+    "load_config",
+]  # fmt: skip
 
 
-class _Section(BaseModel):
+class RecoveryParams(BaseModel):
+    """Trial-and-error segments that end in success: tagged, up-weighted, optionally masked."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = True
-
-
-class ValidityParams(_Section):
-    """Records that cannot be trusted or used are rejected, with the reason."""
-
-    verify_signatures: bool = Field(
-        default=True, description="each record's signature must verify, by its validator"
-    )
-    signatures: Literal["record", "shard"] = Field(
-        default="record",
-        description="record: check each record's own signature; shard: a shard whose signed "
-        "manifest and sha256 verify vouches for its rows (each must name the manifest's signer)",
-    )
-    require_terminated: bool = Field(default=True, description="the agent called terminate")
-    require_one_recommendation: bool = Field(
-        default=True, description="exactly one recommend_product call was accepted"
-    )
-    require_results: bool = Field(default=True, description="every tool call has a result")
-    require_shown_ids: bool = Field(
-        default=True, description="every recommended id was shown in the episode"
-    )
-    failure_kinds: list[str] = Field(
-        default_factory=lambda: ["policy_error", "policy_timeout", "invalid_reply", "oversized"],
-        description="turn failures that make a record unusable",
-    )
-
-
-class ContaminationParams(_Section):
-    """Queries that overlap a test set are dropped (and counted either way)."""
-
-    test_sets: list[str] = Field(
-        default_factory=list,
-        description="task files (ours or ShoppingBench's) whose queries must not be trained on",
-    )
-    threshold: float = Field(
-        default=0.6, gt=0, le=1,
-        description="share of a query's word weight (IDF over the test set, words normalised) "
-        "found in one test query that contaminates it",
-    )  # fmt: skip
-    cover_threshold: float = Field(
-        default=0.9, gt=0, le=1,
-        description="share of one test query's word weight found in a query that contaminates "
-        "it (a test query padded with words of its own)",
-    )  # fmt: skip
-
-
-class NarratorParams(_Section):
-    """Calls not driven by the agent's own reasoning, as one score with a threshold."""
-
-    threshold: float = Field(default=0.6, ge=0, description="score at or above: dropped")
-    ungrounded_weight: float = Field(
-        default=1.0, ge=0, description="x share of searches with words the agent never saw"
-    )
-    mismatch_weight: float = Field(
-        default=0.5, ge=0, description="x share of calls the turn's reasoning does not name"
-    )
-    skeleton_weight: float = Field(
-        default=0.6, ge=0,
-        description="x share of the miner's episodes with this episode's call skeleton",
-    )  # fmt: skip
-    claims_weight: float = Field(
-        default=0.25, ge=0, description="x 1 when the reasoning cites ids or prices never shown"
-    )
-    skeleton_min_episodes: int = Field(
-        default=8, ge=2, description="a miner needs this many episodes for the skeleton signal"
-    )
-    skeleton_floor: float = Field(
-        default=0.3, ge=0, le=1,
-        description="skeleton shares up to this count as zero (tasks of one kind look alike)",
-    )  # fmt: skip
-
-
-class ClaimsParams(_Section):
-    """Miners whose claims of success the validator's grader refutes too often: all their
-    episodes go (their lucky successes are luck, not checking). Decided per miner with an
-    interval, not a fixed minimum of episodes, so a liar split over many hotkeys with a few
-    episodes each is judged on each: a miner goes when, at `confidence`, its refuted share
-    is above `honest_share` (the Wilson interval's lower bound)."""
-
-    honest_share: float = Field(
-        default=0.05, ge=0, lt=1,
-        description="refuted share of claims an honest miner stays below (honest reference "
-        "policies: 0 of 232)",
-    )  # fmt: skip
-    confidence: float = Field(
-        default=0.95, ge=0.5, lt=1,
-        description="one-sided confidence that the miner's refuted share exceeds honest_share",
-    )  # fmt: skip
-    min_episodes: int = Field(
-        default=1, ge=1, description="claiming episodes a miner needs before it is judged"
-    )
-    count_unsupported: bool = Field(
-        default=True,
-        description="a claim about a missed constraint in details the agent never opened "
-        "counts as refuted",
-    )
-    count_beaten: bool = Field(
-        default=True,
-        description="a pick meeting fewer visible constraints than a product the agent "
-        "opened counts as refuted",
-    )
-
-
-class OutcomeParams(_Section):
-    """Kept: a success, or a mean rule score at least the bar."""
-
-    rule_score_min: float = Field(default=0.5, ge=0, le=1, description="the rule-score bar")
-
-
-class JudgeParams(_Section):
-    """Kept: a process score at least the bar; an LLM judge's score weights the episode."""
-
-    process_score_min: float = Field(default=0.5, ge=0, le=1, description="the process bar")
-    llm_soft_weight: bool = Field(
-        default=True,
-        description="where an LLM judge scored the episode, weight it by that score",
-    )
-    require_verdict: bool = Field(default=False, description="drop episodes with no verdict")
-
-
-class StructureParams(_Section):
-    """Loops and repeated identical calls; optionally the shortest success per task and miner."""
-
-    max_identical_calls: int = Field(
-        default=3, ge=1, description="the same call with the same arguments at most this often"
-    )
-    loop_repeats: int = Field(
-        default=3, ge=2, description="a block of calls repeated this many times in a row is a loop"
-    )
-    max_loop_period: int = Field(default=4, ge=1, description="longest block a loop repeats")
-    shortest_success: bool = Field(
-        default=False, description="keep only the shortest success per (task, miner)"
-    )
-
-
-class ClonesParams(_Section):
-    """Miners whose replies are identical on shared tasks: the earliest registered is kept."""
-
-    min_shared_tasks: int = Field(
-        default=4, ge=1, description="shared tasks needed before two miners can be clones"
-    )
-    min_identical_share: float = Field(
-        default=1.0, gt=0, le=1, description="share of shared tasks with identical replies"
-    )
-
-
-class DuplicatesParams(_Section):
-    """Episodes of one task with the same decisions (whatever their wording): one is kept,
-    that of the miner seen first (first block, then uid), else the earliest started."""
-
-    compare: Literal["decisions", "calls", "picks"] = Field(
-        default="decisions",
-        description="decisions: the products opened (one set), the picks, the refused calls, "
-        "and searches where one episode's contain the other's (shopbench.records.decisions, "
-        "as the weights group copies); calls: every call's name and normalised arguments and "
-        "the picks, exactly; picks: the products opened and the picks",
-    )
-
-
-class DedupParams(_Section):
-    """Near-duplicate trajectories of one cluster collapse to the best-scored one."""
-
-    threshold: float = Field(
-        default=0.9, gt=0, le=1, description="estimated Jaccard similarity of two duplicates"
-    )
-    shingle: int = Field(default=3, ge=1, le=16, description="word shingle length")
-    permutations: int = Field(default=64, ge=8, le=256, description="MinHash permutations")
-
-
-class CapsParams(_Section):
-    """Diversity caps: no cluster, miner or intent may fill the set (0 = no cap)."""
-
-    max_per_cluster: int = Field(default=0, ge=0, description="episodes per cluster")
-    max_per_miner: int = Field(default=0, ge=0, description="episodes per miner")
-    max_per_intent: int = Field(default=0, ge=0, description="episodes per intent")
-    max_miner_share: float = Field(
-        default=0.0, ge=0, le=1, description="share of the kept episodes per miner (0 = none)"
-    )
-    max_intent_share: float = Field(
-        default=0.0, ge=0, le=1, description="share of the kept episodes per intent (0 = none)"
-    )
-
-
-class RecoveryParams(_Section):
-    """Trial-and-error segments that end in success: tagged, up-weighted, optionally masked."""
-
     weight: float = Field(default=1.5, ge=0, description="weight factor of a recovery episode")
     mask_errors: bool = Field(default=False, description="mask the erroneous turns out of training")
 
 
+def _section(name: str, model: type[BaseModel], value: Any) -> BaseModel:
+    """`value` (a table of the config, or a model already) as `model`; ValueError naming
+    the table and the first problem."""
+    if isinstance(value, model):
+        return value
+    if isinstance(value, dict):
+        unknown = [k for k in value if k not in model.model_fields]
+        if unknown:
+            raise ValueError(
+                f"{name}: unknown parameter {unknown[0]!r} "
+                f"(parameters: {', '.join(model.model_fields)})"
+            )
+    try:
+        return model.model_validate(value)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in (name, *first["loc"]))
+        raise ValueError(f"{loc}: {first['msg']}") from None
+
+
 class CurateConfig(BaseModel):
-    """A whole curation run's rules, in the order the pipeline applies them."""
+    """A whole curation run: one table per rule of the registry, in pipeline order, then
+    ``recovery``. ``cfg.<rule>`` (or :meth:`params`) is the rule's parameters model."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-    validity: ValidityParams = ValidityParams()
-    contamination: ContaminationParams = ContaminationParams()
-    narrator: NarratorParams = NarratorParams()
-    claims: ClaimsParams = ClaimsParams()
-    outcome: OutcomeParams = OutcomeParams()
-    judge: JudgeParams = JudgeParams()
-    structure: StructureParams = StructureParams()
-    clones: ClonesParams = ClonesParams()
-    duplicates: DuplicatesParams = DuplicatesParams()
-    dedup: DedupParams = DedupParams()
-    caps: CapsParams = CapsParams()
-    recovery: RecoveryParams = RecoveryParams()
+    if TYPE_CHECKING:  # the tables are the registry's, read as attributes
+
+        def __getattr__(self, name: str) -> Any: ...
 
     @model_validator(mode="before")
     @classmethod
-    def _known_names(cls, data: Any) -> Any:
+    def _tables(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        sections = cls.model_fields
-        for name, value in data.items():
-            if name not in sections:
+        for name in data:
+            if name not in RULES and name != RECOVERY:
                 raise ValueError(
-                    f"unknown rule {name!r} (rules: {', '.join(RULES)}; also: recovery)"
+                    f"unknown rule {name!r} (rules: {', '.join(RULES.names())}; "
+                    f"also: {RECOVERY})"
                 )
-            model = sections[name].annotation
-            if isinstance(value, dict) and isinstance(model, type):
-                params = model.model_fields  # type: ignore[attr-defined]
-                for key in value:
-                    if key not in params:
-                        raise ValueError(
-                            f"{name}: unknown parameter {key!r} (parameters: {', '.join(params)})"
-                        )
-        return data
+        tables: dict[str, Any] = {
+            rule.name: _section(rule.name, rule.params, data.get(rule.name, {}))
+            for rule in RULES
+        }
+        tables[RECOVERY] = _section(RECOVERY, RecoveryParams, data.get(RECOVERY, {}))
+        return tables
+
+    @property
+    def recovery(self) -> RecoveryParams:
+        """Recovery mining's parameters."""
+        value = (self.__pydantic_extra__ or {}).get(RECOVERY)
+        return value if isinstance(value, RecoveryParams) else RecoveryParams()
+
+    def params(self, rule: str | Rule[Any]) -> RuleParams:
+        """The parameters of `rule` (a rule registered after this config was read gets its
+        defaults)."""
+        name = rule if isinstance(rule, str) else rule.name
+        value = (self.__pydantic_extra__ or {}).get(name)
+        if isinstance(value, RuleParams):
+            return value
+        default: RuleParams = RULES[name].params()
+        return default
+
+    def plan(self) -> list[tuple[Rule[Any], RuleParams]]:
+        """Every registered rule with its parameters, in pipeline order."""
+        return [(rule, self.params(rule)) for rule in RULES]
 
     def with_test_sets(self, paths: list[str]) -> CurateConfig:
         """This config with `paths` added to the contamination test sets."""
@@ -262,13 +132,6 @@ class CurateConfig(BaseModel):
         return self.model_copy(update={"contamination": merged})
 
 
-RULES: tuple[str, ...] = (
-    "validity", "contamination", "narrator", "claims", "outcome", "judge", "structure",
-    "clones", "duplicates", "dedup", "caps",
-)  # fmt: skip
-"""The rules, in pipeline order (each drop is charged to the first rule that drops it)."""
-
-
 def load_config(path: str | Path | None = None) -> CurateConfig:
     """The config at `path`, or the release's default; CurationError naming the file and the
     first problem (an unknown rule or parameter lists the valid ones)."""
@@ -276,3 +139,40 @@ def load_config(path: str | Path | None = None) -> CurateConfig:
         CurateConfig, path, package="shopbench.curation", name=DEFAULT_CONFIG,
         what="curation config", error=CurationError,
     )  # fmt: skip
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+def _table(name: str, model: BaseModel) -> list[str]:
+    lines = [f"[{name}]"]
+    for key, info in type(model).model_fields.items():
+        entry = f"{key} = {_toml_value(getattr(model, key))}"
+        note = info.description or ""
+        lines += [f"# {line}" for line in textwrap.wrap(note, 96 - 2)] if note else []
+        lines.append(entry)
+    return lines
+
+
+def defaults_toml(cfg: CurateConfig | None = None) -> str:
+    """A complete config as TOML, every rule in pipeline order with how it decides, each
+    parameter with its description: the defaults, or `cfg`'s values."""
+    cfg = cfg if cfg is not None else CurateConfig()
+    out = [
+        "# Every curation rule in pipeline order, each parameter at its value. A config needs",
+        "# only the entries it changes (`shopbench curate --config FILE`).",
+    ]
+    for rule, params in cfg.plan():
+        out += ["", rule.describe(), *_table(rule.name, params)]
+    out += ["", "# recovery: " + (RecoveryParams.__doc__ or "").strip()]
+    out += _table(RECOVERY, cfg.recovery)
+    return "\n".join(out) + "\n"

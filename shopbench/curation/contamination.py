@@ -45,8 +45,10 @@ import unicodedata
 from pathlib import Path
 from typing import NamedTuple
 
-from shopbench.curation.config import ContaminationParams
+from pydantic import Field
+
 from shopbench.curation.errors import CurationError
+from shopbench.curation.registry import RuleParams
 from shopbench.errors import ShopbenchError
 from shopbench.tasks.io import read_tasks
 
@@ -127,6 +129,25 @@ def normalise(text: str) -> str:
     """`text` in the one form contamination compares: its normalised words, one space
     apart (see the module docstring for each step)."""
     return " ".join(words(text))
+
+
+class ContaminationParams(RuleParams):
+    """Queries that overlap a test set are dropped (and counted either way)."""
+
+    test_sets: list[str] = Field(
+        default_factory=list,
+        description="task files (ours or ShoppingBench's) whose queries must not be trained on",
+    )
+    threshold: float = Field(
+        default=0.6, gt=0, le=1,
+        description="share of a query's word weight (IDF over the test set, words normalised) "
+        "found in one test query that contaminates it",
+    )  # fmt: skip
+    cover_threshold: float = Field(
+        default=0.9, gt=0, le=1,
+        description="share of one test query's word weight found in a query that contaminates "
+        "it (a test query padded with words of its own)",
+    )  # fmt: skip
 
 
 class Match(NamedTuple):

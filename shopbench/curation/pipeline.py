@@ -1,10 +1,12 @@
 """A curation run: archive in, curated set and report out, in two streaming passes.
 
 Pass one reads every sealed shard in small batches, rebuilds each record, and appends one
-ledger row per episode (what each per-episode rule says, the narrator's signals, the call
-skeleton, the reply fingerprint, the MinHash signature, recovery tags, the true policy when
-known). A record that does not rebuild (missing fields, an unknown schema) is a ledger row
-rejected with the reason. The rules that compare episodes then run over the ledger. Pass
+ledger row per episode: its ids and true policy when known, then what each rule of the
+registry reads off it, in pipeline order (a per-episode rule's reason, the columns a rule's
+SQL reads: the narrator's signals, the call skeleton, the reply fingerprint, the MinHash
+signature), then its weight and recovery tags. A record that does not rebuild (missing
+fields, an unknown schema) is a ledger row rejected with the reason. The rules then run over
+the ledger (:meth:`~shopbench.curation.ledger.Ledger.run`). Pass
 two reads the shards again in the same order and copies the kept rows, untouched, into the
 curated set with their weights, tags and masks. Nothing but one batch and the ledger's
 bounded cache is in memory at any time.
@@ -27,22 +29,12 @@ from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.curated import CuratedWriter, check_unwritten
 from shopbench.curation.errors import CurationError, EmptyResult
-from shopbench.curation.features import EpisodeFacts, content_words, decision_key, episode_facts
+from shopbench.curation.features import episode_facts
 from shopbench.curation.heap import settled_heap
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
+from shopbench.curation.registry import Episode
 from shopbench.curation.report import CurationReport, build_report, write_report
-from shopbench.curation.rules import (
-    claimed,
-    judge_reason,
-    judge_weight,
-    loop_reason,
-    narrator_parts,
-    outcome_reason,
-    refuted_reason,
-    validity_reason,
-)
-from shopbench.curation.similarity import minhash_words
 from shopbench.curation.source import (
     ArchiveShards,
     Shard,
@@ -51,47 +43,48 @@ from shopbench.curation.source import (
     local_archive,
 )
 from shopbench.curation.truth import Truth
-from shopbench.records.decisions import episode_decisions
 from shopbench.records.trajectory import Trajectory
-from shopbench.scoring.copies import TaskDecisions
 
 WORK_DIR = "_work"
 PULLED_DIR = "_archive"
 
 
 class Curator:
-    """Turns trajectories into ledger rows under one config."""
+    """Turns trajectories into ledger rows under one config: each rule of the registry, in
+    pipeline order, reads each episode (see :mod:`shopbench.curation.registry`)."""
 
     def __init__(self, cfg: CurateConfig, verifier: Verifier | None, truth: Truth | None) -> None:
         self.cfg = cfg
         self.verifier = verifier
-        c = cfg.contamination
-        self.test_sets = [TestSet.load(p, c) for p in c.test_sets] if c.enabled else []
+        self.plan = cfg.plan()
+        gate = next((r for r, _ in self.plan if r.gate), None)
+        self._gate = gate.column if gate is not None else None
+        # Each rule's state for the run (the test sets), loaded before any work.
+        self.state = {r.name: r.prepare(p) for r, p in self.plan if r.prepare is not None}
         self.labels = truth.lookup() if truth is not None else {}
 
-    def _decision(self, t: Trajectory, facts: EpisodeFacts) -> dict[str, Any]:
-        """The ledger's decision columns: with ``compare = "decisions"`` the core of the
-        episode's decisions and its searches' digests (compared by containment), else the
-        exact key of the mode and no searches."""
-        compare = self.cfg.duplicates.compare
-        if compare != "decisions":
-            return {"decision": decision_key(facts, compare), "searches": []}
-        d = TaskDecisions.of(episode_decisions(t))
-        return {"decision": d.core, "searches": d.searches}
+    @property
+    def test_sets(self) -> list[TestSet]:
+        """The contamination rule's test sets (none when it is off)."""
+        return list(self.state.get("contamination", []))
 
     def _label(self, hotkey: str | None) -> tuple[str | None, bool | None]:
         return self.labels.get(hotkey or "", (None, None))
 
     def rejected_row(self, seq: int, raw: dict[str, Any], reason: str) -> dict[str, Any]:
-        """The ledger row of a record that did not rebuild as a trajectory."""
+        """The ledger row of a record that did not rebuild as a trajectory (rejected by the
+        gate, with `reason`)."""
         hotkey = raw.get("miner_hotkey")
         policy, honest = self._label(hotkey)
-        return {
-            "seq": seq, "episode_id": raw.get("episode_id"), "r_validity": reason,
+        row: dict[str, Any] = {
+            "seq": seq, "episode_id": raw.get("episode_id"),
             "miner": hotkey or f"uid:{raw.get('miner_uid')}", "uid": raw.get("miner_uid"),
             "task_id": raw.get("task_id"), "intent": raw.get("intent"),
             "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
         }  # fmt: skip
+        if self._gate is not None:
+            row[self._gate] = reason
+        return row
 
     def row(
         self, seq: int, t: Trajectory, shard_signer: str | None = None,
@@ -99,64 +92,36 @@ class Curator:
     ) -> dict[str, Any]:  # fmt: skip
         """The ledger row of one trajectory (`shard_signer`: its shard's verified signer;
         `record`: the plain dict it was validated from)."""
-        cfg = self.cfg
         facts = episode_facts(t)
         policy, honest = self._label(t.miner_hotkey)
-        base = {
+        row: dict[str, Any] = {
             "seq": seq, "episode_id": t.episode_id,
             "miner": t.miner_hotkey or f"uid:{t.miner_uid}", "uid": t.miner_uid,
             "block": t.block, "task_id": t.task_id, "cluster": t.cluster,
             "intent": str(t.intent), "score": t.score, "success": t.outcome.success,
-            "failure": t.diagnosis.kind, "turns": t.turns, "policy": policy, "honest": honest,
-            "weight": 1.0, "tags": [],
-            "fingerprint": facts.reply_fingerprint,
-            **self._decision(t, facts),
-            "started": t.timings.started_at,
+            "failure": t.diagnosis.kind, "turns": t.turns, "started": t.timings.started_at,
+            "policy": policy, "honest": honest, "weight": 1.0, "tags": [],
         }  # fmt: skip
-        invalid = (
-            validity_reason(t, facts, cfg.validity, self.verifier, shard_signer, record)
-            if (cfg.validity.enabled)
-            else None
-        )
-        if invalid is not None:
-            return base | {"r_validity": invalid}
-        contaminated = []
-        worst: tuple[float, str] = (0.0, "")
-        for ts in self.test_sets:
-            match = ts.match(t.query)
-            if match is not None:
-                contaminated.append(ts.name)
-                share = max(match.contained, match.covered)
-                worst = max(worst, (share, f"{ts.name} ({match.reason()})"))
-        parts = narrator_parts(facts, cfg.narrator)
+        ep = Episode(t, facts, self.verifier, shard_signer, record, self.state)
+        weight = 1.0
+        for rule, params in self.plan:
+            if rule.decide is not None:
+                reason = rule.decide(ep, params)
+                row[str(rule.column)] = reason
+                if reason is not None and rule.gate:
+                    return row  # no later rule reads what the gate rejected
+            if rule.features is not None:
+                row.update(rule.features(ep, params))
+            if rule.weight is not None and params.enabled:
+                weight *= rule.weight(ep, params)
         segments = recovery_segments(facts, t.outcome.success)
-        weight = judge_weight(t, cfg.judge) if cfg.judge.enabled else 1.0
         if segments:
-            weight *= cfg.recovery.weight
-        return base | {
-            "r_contamination": (
-                f"query overlaps test set {worst[1]}" if contaminated else None
-            ),
-            "contaminated_by": contaminated,
-            "r_outcome": outcome_reason(t, cfg.outcome),
-            "r_judge": judge_reason(t, cfg.judge),
-            "r_loops": loop_reason(facts, cfg.structure),
-            "claimed": claimed(facts),
-            "refuted": refuted_reason(facts, cfg.claims),
-            "narrator_base": sum(parts.values()),
-            "narrator_why": ", ".join(f"{k} {v:.2f}" for k, v in parts.items()),
-            "skeleton": facts.skeleton,
-            "sig": (
-                minhash_words(content_words(facts), cfg.dedup.shingle, cfg.dedup.permutations)
-                if cfg.dedup.enabled else None
-            ),
-            "weight": round(weight, 6),
-            "tags": recovery_tags(segments),
-            "mask": (
-                recovery_mask(segments, facts.assistant_turns)
-                if cfg.recovery.mask_errors else None
-            ),
-        }  # fmt: skip
+            weight *= self.cfg.recovery.weight
+        row["weight"] = round(weight, 6)
+        row["tags"] = recovery_tags(segments)
+        if self.cfg.recovery.mask_errors:
+            row["mask"] = recovery_mask(segments, facts.assistant_turns)
+        return row
 
     def rows(
         self, first_seq: int, table: pa.Table, shard_signer: str | None = None
@@ -221,7 +186,7 @@ def curate(
     checking = verifier if cfg.validity.verify_signatures or validator else None
     listed = list_shards(root, checking, validator)
     listed.refused.update(missing)
-    ledger = Ledger(out / WORK_DIR, memory_limit=memory_limit)
+    ledger = Ledger(out / WORK_DIR, [r for r, _ in curator.plan], memory_limit=memory_limit)
     try:
         with settled_heap():
             report = _run(curator, listed, ledger, cfg, out, source.location, truth, progress)
@@ -242,7 +207,7 @@ def _run(
         seq += table.num_rows
         if progress is not None:
             progress(table.num_rows)
-    ledger.run(cfg)
+    ledger.run(curator.plan)
     report = build_report(
         ledger, cfg, listed.refused, truth=truth, archive=archive,
         test_set_sizes={ts.name: ts.size for ts in curator.test_sets},

@@ -5,29 +5,35 @@ separate dishonest traces from honest ones.
 Labels: a trace is *dishonest* when its miner played a policy that imitates shopping
 (narrators, the offline cheat, the guesser, ...), *honest* when it played one that shops
 honestly, and *neither* for careless or random play (kept or dropped on their merits, and
-left out of precision). So ``dishonest_removal_precision`` is the share of dishonest traces
-among the dishonest and honest traces removed, ``dishonest_removal_recall`` the share of
-dishonest traces removed, ``honest_retention`` the share of honest traces kept; a trace the
-``duplicates`` rule drops counts as kept in all three (its decisions stay in the set, in the
-kept episode it duplicates; its counts are the rule's own). Each rule's
-``dropped`` counts the traces it was the first to drop (pipeline order); rules that decide
-on one episode alone, and the miner-level ``claims`` rule, also report what they would flag
-on their own (``alone``), over every valid trace. ``duplicates_per_miner`` says how many of
-each miner's episodes the ``duplicates`` rule dropped, and whose episodes were kept instead.
+left out of precision). A trace is *retained* when it is kept or when a rule whose drops
+keep their decisions in the set (``duplicates``: the kept episode it duplicates has them)
+dropped it; the rule's own counts stay its row's and ``duplicates_per_miner``'s. The
+headline is computed from the per-policy table (``policies``), so the two agree:
+``honest_retention`` is the retained share of the honest policies' traces,
+``dishonest_removal_recall`` the removed (not retained) share of the dishonest policies',
+``dishonest_removal_precision`` the dishonest share of the dishonest and honest traces
+removed. Each rule's ``dropped`` counts the traces it was the first to drop (pipeline
+order); a rule whose reason column is decided whatever ran before (per episode, or over
+every valid episode in SQL) also reports what it would flag on its own (``alone``), over
+every valid trace. Reasons are folded so that they group (ids to ``…``, the episode's own
+numbers to ``N``) but keep the rule's parameters: ``process score N < 0.5``.
+``duplicates_per_miner`` says how many of each miner's episodes the ``duplicates`` rule
+dropped, and whose episodes were kept instead.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.curation.config import RULES, CurateConfig
+from shopbench.curation.config import CurateConfig
 from shopbench.curation.ledger import Ledger
 from shopbench.curation.recovery import KINDS, RECOVERY_TAG
-from shopbench.curation.rules import safe
+from shopbench.curation.registry import Rule, fold, safe
+from shopbench.curation.rules.duplicates import duplicates_by_miner
 from shopbench.curation.truth import Truth
 
 REPORT_JSON = "report.json"
@@ -79,15 +85,62 @@ class ContaminationCounts(BaseModel):
 
 
 class PolicyCounts(BaseModel):
-    """One true policy's traces: in, kept, and dropped by each rule."""
+    """One true policy's traces: in, kept, retained, and dropped by each rule."""
 
     model_config = ConfigDict(frozen=True)
 
     honest: bool | None
     episodes: int
     kept: int
+    retained: int = Field(
+        description="kept, or dropped as a duplicate of a kept episode (its decisions stay "
+        "in the set): what the headline's retention, recall and precision count as not removed"
+    )
     dropped_by_rule: dict[str, int]
     recovery: int
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retained_before_it_was_written(cls, data: Any) -> Any:
+        # A report.json written before `retained` existed: its only rule that kept
+        # decisions was `duplicates`.
+        if isinstance(data, dict) and "retained" not in data and "kept" in data:
+            dups = (data.get("dropped_by_rule") or {}).get("duplicates", 0)
+            return {**data, "retained": data["kept"] + dups}
+        return data
+
+
+class Headline(NamedTuple):
+    """The separation figures and the counts they are computed from."""
+
+    precision: float | None
+    recall: float | None
+    retention: float | None
+    honest: int  # honest traces in
+    honest_kept: int
+    honest_retained: int
+    dishonest: int  # dishonest traces in
+    dishonest_removed: int
+
+
+def headline(policies: dict[str, PolicyCounts]) -> Headline:
+    """The report's headline figures, from its per-policy table: honest retention = the
+    honest policies' retained traces / their traces; dishonest removal recall = the
+    dishonest policies' traces not retained / their traces; precision = dishonest removed /
+    (dishonest removed + honest removed)."""
+    honest = [p for p in policies.values() if p.honest is True]
+    dishonest = [p for p in policies.values() if p.honest is False]
+    h_in = sum(p.episodes for p in honest)
+    h_retained = sum(p.retained for p in honest)
+    d_in = sum(p.episodes for p in dishonest)
+    d_removed = d_in - sum(p.retained for p in dishonest)
+    h_removed = h_in - h_retained
+    return Headline(
+        precision=_ratio(d_removed, d_removed + h_removed), recall=_ratio(d_removed, d_in),
+        retention=_ratio(h_retained, h_in), honest=h_in,
+        honest_kept=sum(p.kept for p in honest), honest_retained=h_retained,
+        dishonest=d_in, dishonest_removed=d_removed,
+    )  # fmt: skip
 
 
 class DuplicateCounts(BaseModel):
@@ -178,14 +231,17 @@ def _separation(ledger: Ledger, where: str, base: str = "TRUE") -> Separation:
     )  # fmt: skip
 
 
-def _reasons(ledger: Ledger, rule: str) -> dict[str, int]:
-    rows = ledger.rows(
-        """SELECT regexp_replace(regexp_replace(drop_reason, '[0-9a-f]{16,}', '…', 'g'),
-                                 '[0-9]+(\\.[0-9]+)?', 'N', 'g') AS r, count(*) AS n
-           FROM ep WHERE drop_rule = ? GROUP BY r ORDER BY n DESC, r LIMIT ?""",
-        [rule, TOP_REASONS],
-    )
-    return {r: n for r, n in rows}
+def _reasons(ledger: Ledger, rule: Rule[Any]) -> dict[str, int]:
+    """The rule's commonest reasons, folded (:func:`~shopbench.curation.registry.fold`)."""
+    counts: dict[str, int] = {}
+    for reason, n in ledger.rows(
+        "SELECT drop_reason, count(*) FROM ep WHERE drop_rule = ? GROUP BY drop_reason",
+        [rule.name],
+    ):
+        folded = fold(reason or "", rule.keep_in_reasons)
+        counts[folded] = counts.get(folded, 0) + n
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
+    return dict(top)
 
 
 def _counts(ledger: Ledger, column: str) -> dict[str, int]:
@@ -194,14 +250,6 @@ def _counts(ledger: Ledger, column: str) -> dict[str, int]:
         f"WHERE drop_rule IS NULL GROUP BY k ORDER BY n DESC, k"
     )
     return {k: n for k, n in rows}
-
-
-_ALONE = {
-    "validity": "r_validity IS NOT NULL",
-    "contamination": "r_contamination IS NOT NULL",
-    "outcome": "r_outcome IS NOT NULL",
-    "judge": "r_judge IS NOT NULL",
-}
 
 
 def build_report(
@@ -222,37 +270,28 @@ def build_report(
     else:
         total = ledger.rows("SELECT count(*) FROM ep")[0][0]
         kept = ledger.kept_count()
-    enabled = {r: getattr(cfg, r).enabled for r in RULES}
-    enabled["validity"] = True  # records that do not rebuild are always rejected
+    plan = cfg.plan()
     effects: dict[str, RuleEffect] = {}
     dropped: dict[str, int] = {}
-    for rule in RULES:
+    for rule, params in plan:
         n = 0 if ledger.empty else ledger.rows(
-            "SELECT count(*) FROM ep WHERE drop_rule = ?", [rule]
+            "SELECT count(*) FROM ep WHERE drop_rule = ?", [rule.name]
         )[0][0]  # fmt: skip
         reasons = {} if ledger.empty else _reasons(ledger, rule)
-        if rule == "validity":
+        if rule.gate:  # shards refused and records that do not rebuild are the gate's
             n += refused_rows
             for _, why in refused.values():
                 reasons[why] = reasons.get(why, 0) + 1
         sep = alone = None
         if truth is not None and not ledger.empty:
-            sep = _separation(ledger, f"drop_rule = '{rule}'")
-            if rule in _ALONE and rule != "validity":
-                alone = _separation(ledger, _ALONE[rule], base="r_validity IS NULL")
-            elif rule == "narrator":
-                alone = _separation(
-                    ledger, f"narrator_score >= {cfg.narrator.threshold}",
-                    base="r_validity IS NULL",
-                )  # fmt: skip
-            elif rule == "structure":
-                alone = _separation(ledger, "r_loops IS NOT NULL", base="r_validity IS NULL")
-            elif rule == "claims":
-                alone = _separation(ledger, "claims_why IS NOT NULL", base="r_validity IS NULL")
-        effects[rule] = RuleEffect(
-            enabled=enabled[rule], dropped=n, reasons=reasons, truth=sep, alone=alone
-        )
-        dropped[rule] = n
+            sep = _separation(ledger, f"drop_rule = '{rule.name}'")
+            if rule.alone:
+                alone = _separation(ledger, f"{rule.column} IS NOT NULL", base=ledger.valid)
+        effects[rule.name] = RuleEffect(
+            enabled=params.enabled or rule.gate, dropped=n, reasons=reasons, truth=sep,
+            alone=alone,
+        )  # fmt: skip
+        dropped[rule.name] = n
     recovery_kinds: dict[str, int] = {}
     recovered = successes = kept_recovery_successes = 0
     if not ledger.empty:
@@ -272,28 +311,29 @@ def build_report(
     contaminated: dict[str, ContaminationCounts] = {}
     for path, size in (test_set_sizes or {}).items():
         c, cl, kc, kcl = (0, 0, 0, 0) if ledger.empty else ledger.rows(
-            """SELECT count(*) FILTER (list_contains(contaminated_by, ?)),
+            f"""SELECT count(*) FILTER (list_contains(contaminated_by, ?)),
                       count(*) FILTER (NOT list_contains(coalesce(contaminated_by, []), ?)),
                       count(*) FILTER (drop_rule IS NULL AND list_contains(contaminated_by, ?)),
                       count(*) FILTER (drop_rule IS NULL
                                        AND NOT list_contains(coalesce(contaminated_by, []), ?))
-               FROM ep WHERE r_validity IS NULL""",
+               FROM ep WHERE {ledger.valid}""",
             [path, path, path, path],
         )[0]  # fmt: skip
         contaminated[path] = ContaminationCounts(
             test_queries=size, sha256=(test_set_digests or {}).get(path), contaminated=c,
             clean=cl, kept_contaminated=kc, kept_clean=kcl,
         )
-    precision = recall = retention = None
     policies: dict[str, PolicyCounts] = {}
     if truth is not None and not ledger.empty:
         # A duplicate's decisions stay in the set, in the kept episode it duplicates: it
-        # counts as kept (its own counts are the duplicates rule's and duplicates_per_miner).
-        whole = _separation(ledger, "drop_rule IS NOT NULL AND drop_rule <> 'duplicates'")
-        precision, recall = whole.precision, whole.recall
-        retention = None if whole.honest_loss is None else round(1 - whole.honest_loss, 4)
-        for policy, honest, n, k, rec in ledger.rows(
+        # is retained (its own counts are the rule's and duplicates_per_miner's).
+        keeping = [rule.name for rule, _ in plan if rule.keeps_decisions]
+        retained = "drop_rule IS NULL" + "".join(
+            f" OR drop_rule = '{name}'" for name in keeping
+        )
+        for policy, honest, n, k, r, rec in ledger.rows(
             f"""SELECT policy, any_value(honest), count(*), count(*) FILTER (drop_rule IS NULL),
+                       count(*) FILTER ({retained}),
                        count(*) FILTER (drop_rule IS NULL AND list_contains(tags, '{RECOVERY_TAG}'))
                 FROM ep WHERE policy IS NOT NULL GROUP BY policy ORDER BY policy"""
         ):
@@ -304,11 +344,14 @@ def build_report(
                 )
             }  # fmt: skip
             policies[policy] = PolicyCounts(
-                honest=honest, episodes=n, kept=k, dropped_by_rule=by_rule, recovery=rec
-            )
+                honest=honest, episodes=n, kept=k, retained=r, dropped_by_rule=by_rule,
+                recovery=rec,
+            )  # fmt: skip
+    top = headline(policies) if policies else None
     duplicates: dict[str, dict[str, int]] = {}
     examples: dict[str, dict[str, str]] = {}
-    for miner, of_miner, n, pairs in ledger.duplicates_by_miner(TOP_REASONS):
+    pairs_found = [] if ledger.empty else duplicates_by_miner(ledger, TOP_REASONS)
+    for miner, of_miner, n, pairs in pairs_found:
         duplicates.setdefault(miner, {})[of_miner] = n
         mine = examples.setdefault(miner, {})
         for dropped_id, kept_id in pairs:
@@ -339,9 +382,9 @@ def build_report(
         recovery_kinds=recovery_kinds,
         recovery_share_of_successes=_ratio(kept_recovery_successes, successes),
         contaminated=contaminated,
-        dishonest_removal_precision=precision,
-        dishonest_removal_recall=recall,
-        honest_retention=retention,
+        dishonest_removal_precision=top.precision if top else None,
+        dishonest_removal_recall=top.recall if top else None,
+        honest_retention=top.retention if top else None,
         policies=policies,
         weights=weights,
         config=cfg.model_dump(mode="json"),
@@ -354,6 +397,35 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
+
+
+def _total(policies: dict[str, PolicyCounts], honest: bool) -> PolicyCounts:
+    """The policies of one label summed (a row of the table, its totals)."""
+    mine = [p for p in policies.values() if p.honest is honest]
+    by_rule: dict[str, int] = {}
+    for p in mine:
+        for rule, n in p.dropped_by_rule.items():
+            by_rule[rule] = by_rule.get(rule, 0) + n
+    return PolicyCounts(
+        honest=honest, episodes=sum(p.episodes for p in mine), kept=sum(p.kept for p in mine),
+        retained=sum(p.retained for p in mine), dropped_by_rule=dict(sorted(by_rule.items())),
+        recovery=sum(p.recovery for p in mine),
+    )  # fmt: skip
+
+
+def _headline_sentence(r: CurationReport) -> str:
+    """What the headline's figures are, in the per-policy table's counts."""
+    h = headline(r.policies)
+    honest_removed = h.honest - h.honest_retained
+    return (
+        f"From the table *By true policy*: honest retention {_cell(h.retention)} = "
+        f"{h.honest_retained} of the honest policies' {h.honest} episodes retained "
+        f"({h.honest_kept} kept, {h.honest_retained - h.honest_kept} dropped as duplicates "
+        f"of a kept episode); dishonest removal recall {_cell(h.recall)} = "
+        f"{h.dishonest_removed} of the dishonest policies' {h.dishonest} episodes removed; "
+        f"precision {_cell(h.precision)} = {h.dishonest_removed} dishonest of the "
+        f"{h.dishonest_removed + honest_removed} dishonest and honest episodes removed."
+    )
 
 
 def render_markdown(r: CurationReport) -> str:
@@ -372,6 +444,8 @@ def render_markdown(r: CurationReport) -> str:
             f"| {_cell(r.honest_retention)} |",
             "",
         ]
+        if r.policies:
+            lines += [_headline_sentence(r), ""]
     lines += [
         "## Rules (pipeline order; each drop charged to the first rule that drops it)",
         "",
@@ -395,13 +469,20 @@ def render_markdown(r: CurationReport) -> str:
     if r.policies:
         lines += [
             "", "## By true policy", "",
-            "| policy | honest | episodes | kept | recovery kept | dropped by rule |",
-            "|---|---|---|---|---|---|",
+            "Retained: kept, or dropped as a duplicate of a kept episode (its decisions stay in "
+            "the set). The headline is computed from the two totals rows.",
+            "",
+            "| policy | honest | episodes | kept | retained | recovery kept | dropped by rule |",
+            "|---|---|---|---|---|---|---|",
         ]  # fmt: skip
-        for name, p in r.policies.items():
+        rows = list(r.policies.items())
+        for label, honest in (("all honest policies", True), ("all dishonest policies", False)):
+            rows.append((f"**{label}**", _total(r.policies, honest)))
+        for name, p in rows:
             rules = ", ".join(f"{k} {v}" for k, v in p.dropped_by_rule.items())
             lines.append(
-                f"| {name} | {_cell(p.honest)} | {p.episodes} | {p.kept} | {p.recovery} | {rules} |"
+                f"| {name} | {_cell(p.honest)} | {p.episodes} | {p.kept} | {p.retained} "
+                f"| {p.recovery} | {rules} |"
             )
     if r.duplicates_per_miner:
         lines += [

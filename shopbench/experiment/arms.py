@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from shopbench.curation.config import RULES, CurateConfig, load_config
+from shopbench.curation.config import CurateConfig, load_config
+from shopbench.curation.rules import RULES
 
 Arm = Literal["base", "curated", "unfiltered", "successes", "recovery"]
 ARMS: tuple[Arm, ...] = ("base", "curated", "unfiltered", "successes", "recovery")
@@ -24,7 +25,7 @@ BASE: Arm = "base"
 
 
 def _off(*keep: str) -> dict[str, Any]:
-    return {rule: {"enabled": False} for rule in RULES if rule not in keep}
+    return {rule: {"enabled": False} for rule in RULES.names() if rule not in keep}
 
 
 def curation_of(arm: Arm, *, recovery_weight: float) -> CurateConfig | None:

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.curation.config import ContaminationParams
-from shopbench.curation.contamination import TestSet
+from shopbench.curation.contamination import ContaminationParams, TestSet
 from shopbench.evaluate.errors import TrainingSetError
 
 if TYPE_CHECKING:
