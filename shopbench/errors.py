@@ -4,7 +4,7 @@ Every error a user can trigger derives from :class:`ShopbenchError`. Each packag
 ``shopbench/`` that raises errors of its own has one family: a root class in the package's own
 ``errors.py`` deriving from :class:`ShopbenchError`; every other exception class of the
 package, its sub-packages' included, derives from that root and lives in that ``errors.py``
-(``tests/test_errors.py`` keeps both). The outermost boundary is the CLI
+(``tests/house/test_errors.py`` keeps both). The outermost boundary is the CLI
 (``shopbench.cli.main``), which turns every ShopbenchError into one line ``error: ...`` and
 exit status 2, never a traceback; a neuron's ``main`` (``template/base/neuron.py``) does the
 same at startup. The table names, for each family, the boundaries nearer the raise.

@@ -48,9 +48,9 @@ def env(catalog):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def server():  # type: ignore[no-untyped-def]
-    """A fake OpenAI-compatible judge server (tests/fake_openai.py) on a loopback port, one
+    """A fake OpenAI-compatible judge server (tests/support/fake_openai.py) on a loopback port, one
     per test module; each module resets it to the state its tests start from."""
-    from fake_openai import FakeJudgeServer, running
+    from support.fake_openai import FakeJudgeServer, running
 
     with running(FakeJudgeServer()) as s:
         yield s
@@ -60,7 +60,7 @@ def server():  # type: ignore[no-untyped-def]
 def s3():  # type: ignore[no-untyped-def]
     """A real S3-compatible server (moto's) on a loopback port, one per test module; its
     endpoint URL."""
-    from object_store import s3_server
+    from support.object_store import s3_server
 
     with s3_server() as endpoint:
         yield endpoint
