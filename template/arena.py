@@ -31,6 +31,7 @@ from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import ShopbenchError
 from shopbench.records.task import INTENTS
+from shopbench.traces.annotations import ANNOTATIONS_DIR
 from template.arena_config import (
     DEFAULT_POLICIES,
     AddedMiner,
@@ -226,9 +227,11 @@ class Arena:
             await local_chain(substrate, wallet, cfg.netuid).serve(ip, port)
 
     async def run(self) -> dict[str, Any]:
-        """Run the arena; the content of ``arena.json``."""
+        """Run the arena; the content of ``arena.json``. ArenaError, before anything starts
+        or is touched, when --out holds an earlier run's results and ``force`` is not set."""
         cfg = self.config
         started = time.monotonic()
+        refuse_earlier_run(cfg)
         cfg.out.mkdir(parents=True, exist_ok=True)
         validator_wallet = LocalWallet.derive(VALIDATOR)
         given = _catalog(cfg, self.view) if cfg.catalog is not None else None  # check it first
@@ -359,6 +362,33 @@ class Arena:
             proc.stop()
         shutil.rmtree(self._wallets, ignore_errors=True)
         self.view.close()
+
+
+def earlier_run(out: Path) -> list[str]:
+    """What an earlier arena run left in `out` that a new run would replace: its archive
+    (with the people's annotations beside the records), its trajectories file and the
+    validator's state, each as ``out``-relative text; empty when there is none."""
+    found = []
+    archive = out / ARCHIVE_DIR
+    if archive.is_dir() and any(archive.iterdir()):
+        notes = archive / ANNOTATIONS_DIR
+        annotated = notes.is_dir() and any(notes.iterdir())
+        found.append(f"{ARCHIVE_DIR}/" + (" (with annotations)" if annotated else ""))
+    if (out / TRAJECTORIES_FILE).exists():
+        found.append(TRAJECTORIES_FILE)
+    if (out / "validator" / STATE_FILE).exists():
+        found.append(f"validator/{STATE_FILE}")
+    return found
+
+
+def refuse_earlier_run(cfg: ArenaConfig) -> None:
+    """ArenaError naming what an earlier run left in ``cfg.out``, unless ``cfg.force``."""
+    found = earlier_run(cfg.out)
+    if found and not cfg.force:
+        raise ArenaError(
+            f"--out {cfg.out} holds an earlier run ({', '.join(found)}): pass --force to "
+            "replace it, or choose another --out"
+        )
 
 
 class _PublicWallet:

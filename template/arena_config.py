@@ -105,6 +105,11 @@ class ArenaConfig(BaseModel):
     blocks_per_round: int = Field(default=50, ge=1, description="local chain blocks per round")
     netuid: int = Field(default=1, ge=0, description="the local chain's subnet id")
     workers: int = Field(default=2, ge=1, description="catalog build processes")
+    force: bool = Field(
+        default=False, description="replace what an earlier run left in --out (its archive, "
+        "annotations included, its trajectories and the validator's state); without it such "
+        "a folder is refused and nothing is touched",
+    )  # fmt: skip
     consensus: ConsensusConfig = Field(
         default_factory=ConsensusConfig, description="the release's consensus, with overrides"
     )

@@ -64,6 +64,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             False, "--print-hotkey", help="print the arena validator's hotkey and exit"
         ),
         quiet: bool = typer.Option(False, "--quiet", help="no progress or leaderboard"),
+        force: bool = typer.Option(
+            False, "--force", help=ArenaConfig.model_fields["force"].description or ""
+        ),
         judge: str | None = _ARENA.option("judge", "--judge"),
         judge_rate: float = _ARENA.option("judge_rate", "--judge-rate"),
         judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
@@ -89,6 +92,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             "tasks_per_round": tasks_per_round, "concurrency": concurrency,
             "consensus": consensus, "policy_options": chosen.without("turn_timeout_s"),
             "judge": judge, "judge_rate": judge_rate, "judge_budget": judge_budget,
+            "force": force,
         }  # fmt: skip
         if policies:
             options["policies"] = [p.strip() for p in policies.split(",") if p.strip()]

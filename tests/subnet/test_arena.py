@@ -113,6 +113,20 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     assert report["catalog"]["commitment"] == f"sb1 c0:{seed_hash(7)}"
     # Each miner ran as its own process and logged as one.
     assert len(list((out / "logs").glob("miner-uid*.log"))) == 3
+    # A second run into the same folder is refused before anything starts or is touched;
+    # with --force it replaces the earlier run.
+    kept = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    again = ["arena", "--catalog", str(catalog_dir), "--seed", "7", "--miners", "1",
+             "--policies", "careful", "--rounds", "1", "--tasks", "1", "--out", str(out)]
+    refused = CliRunner().invoke(cli(), again)
+    assert isinstance(refused.exception, ArenaError)
+    said = str(refused.exception)
+    assert f"--out {out} holds an earlier run (archive/, trajectories.jsonl, " in said
+    assert "--force" in said
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept
+    forced = CliRunner().invoke(cli(), [*again, "--force", "--quiet"])
+    assert forced.exit_code == 0, forced.output
+    assert len(list(read_trajectories(out / "trajectories.jsonl"))) == 1
 
 
 def test_print_hotkey_names_the_validator_a_local_miner_must_allow() -> None:
