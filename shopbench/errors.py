@@ -72,13 +72,15 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | RecordRefused, SegmentError,  | trajectories; NotFound: an id | the HTTP API: FilterError 422,   |
 | RemoteError, QueryError,      | the HTTP API does not publish | NotFound 404, SinkError 503;     |
 | FilterError, UnsafePath,      |                               | curation re-raises a SinkError   |
-| LinkRefused, StaleHead;       | AnnotationRefused: an         | as a CurationError; the CLI says |
-| NotFound; AnnotationRefused;  | annotation not made;          | why an annotation is refused;    |
-| NotComparable)                | NotComparable: two episodes a | the HTTP API: NotComparable 422; |
-|                               | diff will not compare;        | the CLI: LinkRefused, StaleHead  |
-|                               | LinkRefused: a link where a   | (a pull writes nothing)          |
-|                               | pull would write; StaleHead:  |                                  |
-|                               | a head older than asked       |                                  |
+| LinkRefused, StaleHead,       | AnnotationRefused: an         | as a CurationError; the CLI says |
+| UnknownValidator;             | annotation not made;          | why an annotation is refused;    |
+| NotFound; AnnotationRefused;  | NotComparable: two episodes a | the HTTP API: NotComparable 422; |
+| NotComparable)                | diff will not compare;        | the CLI: LinkRefused, StaleHead, |
+|                               | LinkRefused: a link where a   | UnknownValidator (a pull writes  |
+|                               | pull would write; StaleHead:  | nothing)                         |
+|                               | a head older than asked;      |                                  |
+|                               | UnknownValidator: a pull of a |                                  |
+|                               | validator the source lacks    |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``verify.errors`` →           | a verification cannot run as  | the CLI; a record naming a       |
 | VerifyError                   | asked: no archive, a catalog  | rubric version this release      |

@@ -82,6 +82,11 @@ class StaleHead(SinkError):
     --max-head-age``), or no head to date the source by; nothing is pulled."""
 
 
+class UnknownValidator(SinkError):
+    """A pull names a validator the source holds nothing of (no manifest, no signed head);
+    the message lists the validators it does hold."""
+
+
 class AnnotationRefused(ArchiveError):
     """An annotation that is not made or stored: the field that is wrong and why (a label
     that is no slug, a note over its size or holding a control character, a turn the

@@ -56,7 +56,14 @@ from typing import IO, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.durable import fsync_dir
-from shopbench.archive.errors import LinkRefused, RemoteError, SinkError, StaleHead, UnsafePath
+from shopbench.archive.errors import (
+    LinkRefused,
+    RemoteError,
+    SinkError,
+    StaleHead,
+    UnknownValidator,
+    UnsafePath,
+)
 from shopbench.archive.head import (
     HEADS_DIR,
     MAX_HEAD_BYTES,
@@ -75,6 +82,7 @@ from shopbench.archive.manifest import (
     verify_manifest,
 )
 from shopbench.archive.paths import (
+    HOTKEY,
     first_link,
     inside,
     partition_of_path,
@@ -506,6 +514,22 @@ class _Pull:
 
     # -- what the source lists ---------------------------------------------------------
 
+    def validators(self) -> list[str]:
+        """The hotkeys whose partitions the source's manifest folder lists (names that are not
+        a plain hotkey are left out, never shown)."""
+        prefix = f"{self.base}/{MANIFESTS_DIR}"
+        fs = self.fs
+        names = _remote(
+            f"list {prefix}", lambda: fs.ls(prefix, detail=False) if fs.exists(prefix) else []
+        )
+        held = []
+        for entry in names:
+            name = str(entry).rstrip("/").rsplit("/", 1)[-1]
+            hotkey = name.removeprefix("validator=")
+            if name.startswith("validator=") and HOTKEY.fullmatch(hotkey):
+                held.append(hotkey)
+        return sorted(held)
+
     def listing(self) -> dict[str, str]:
         """Shard path → the source's manifest path, for every name that is a shard path of
         the validator's partition; the rest are rejected."""
@@ -721,6 +745,13 @@ def pull(
                 limits or PullLimits(), chunk_bytes)  # fmt: skip
     listed = job.listing()
     head = job.reference_head()
+    if not listed and head is None and not job.report.rejected:
+        held = job.validators()
+        raise UnknownValidator(
+            f"{shown(source.url)} holds nothing of validator {validator} (no manifest, no "
+            "signed head); "
+            + (f"it holds: {', '.join(held)}" if held else "it holds no validator's shards")
+        )
     if max_head_age_s is not None:
         _check_age(head, validator, max_head_age_s)
     if head is not None:

@@ -25,6 +25,7 @@ from support.object_store import (
     s3_target,
 )
 
+from shopbench.archive.errors import UnknownValidator
 from shopbench.archive.manifest import SHARD_GLOB, manifest_path
 from shopbench.archive.pull import PullFilters, pull
 from shopbench.archive.remote import RemoteTarget, ShardUploader
@@ -180,11 +181,10 @@ def test_filters_pick_shards_by_block_and_intent(
         verifier=VERIFIER, filters=PullFilters(intents=("shop",)),
     )  # fmt: skip
     assert shops.rows == 12 and all("/intent=shop/" in p for p in shops.fetched)
-    nobody = pull(
-        RemoteTarget(url=str(source)), tmp_path / "none", validator=OTHER.hotkey,
-        verifier=VERIFIER,
-    )  # fmt: skip
-    assert nobody.fetched == [] and nobody.quarantined == {}
+    # a validator the source holds nothing of is an error naming the ones it holds
+    with pytest.raises(UnknownValidator, match=f"it holds: {SIGNER.hotkey}"):
+        pull(RemoteTarget(url=str(source)), tmp_path / "none", validator=OTHER.hotkey,
+             verifier=VERIFIER)  # fmt: skip
 
 
 def test_pulling_a_stores_own_folder_leaves_its_live_bucket_out(
@@ -218,3 +218,18 @@ def test_embargoed_shards_are_never_uploaded(
     fs, base = target.open()
     assert not fs.exists(f"{base}/{manifests[3].path}")
     assert not fs.exists(f"{base}/{manifest_path(manifests[3].path)}")
+
+
+def test_a_validator_the_source_does_not_hold_exits_2_naming_the_ones_it_does(
+    episodes: list[Trajectory], tmp_path: Path
+) -> None:
+    root = tmp_path / "published"
+    make_archive(root, episodes)
+    stranger = "5" + "F" * 47
+    done = traces("pull", "--from", str(root), "--validator", stranger,
+                  "--out", str(tmp_path / "pulled"))  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"holds nothing of validator {stranger}" in said
+    assert f"it holds: {SIGNER.hotkey}" in said
+    assert not (tmp_path / "pulled").exists() or not list((tmp_path / "pulled").rglob("*.parquet"))
