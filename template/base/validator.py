@@ -25,6 +25,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,7 @@ class Validator:
         self.on_episode = on_episode
         self.on_archived = on_archived
         self.on_round = on_round
+        self.in_flight: RoundInFlight | None = None
         self.state_path = config.state_dir / STATE_FILE
         self.state = load_state(self.state_path, self.hotkey, config.netuid) or ValidatorState(
             hotkey=self.hotkey, netuid=config.netuid
@@ -327,6 +329,13 @@ class Validator:
         picked = self.round_judge.pick(
             [t.id for t in tasks], f"{secret}:{self.state.round}".encode()
         )
+        flight = RoundInFlight(index=self.state.round, episodes=len(miners) * len(tasks))
+
+        def played(uid: int, t: Trajectory | None) -> None:
+            flight.played += 1
+            if self.on_episode is not None:
+                self.on_episode(uid, t)
+
         ctx = RoundContext(
             env=self.env, client=self.client(), judge=self.judge,
             consensus=self.config.consensus, signer=self.signer, sink=self.sink,
@@ -335,14 +344,18 @@ class Validator:
                 turn_timeout_s=n.turn_timeout_s, episode_timeout_s=n.episode_timeout_s,
                 round_timeout_s=n.round_timeout_s, concurrency=n.concurrency,
             ),
-            on_episode=self.on_episode, on_archived=self.on_archived,
+            on_episode=played, on_archived=self.on_archived,
             round_judge=self.round_judge, llm_picked=picked, keys=self._episode_keys(),
         )  # fmt: skip
         log.info(
             "round %d: %d miners x %d tasks (epoch %d)", self.state.round, len(miners),
             len(tasks), epoch, extra={"round": self.state.round, "epoch": epoch},
         )  # fmt: skip
-        result = await play_round(ctx, self.state.round, self.block, epoch, miners, tasks)
+        self.in_flight = flight
+        try:
+            result = await play_round(ctx, self.state.round, self.block, epoch, miners, tasks)
+        finally:
+            self.in_flight = None
         if self.uploader is not None:
             self.uploader.notify()
         result = self._score_copies(result)
@@ -391,6 +404,21 @@ class Validator:
             miners.append(m)
         return result.model_copy(update={"miners": miners})
 
+    def stopping_line(self, signal_name: str) -> str:
+        """What stopping now leaves behind, in one line for the log: the round in flight, how
+        many of its episodes were played (none of them scored: the round is abandoned, and
+        the next start plays round N again), and which round's state is saved."""
+        saved = (f"the state after round {self.state.round - 1} is saved"
+                 if self.state.round else "no round was finished")  # fmt: skip
+        flight = self.in_flight
+        if flight is None:
+            return f"{signal_name}: stopping between rounds; nothing is left unscored; {saved}"
+        return (
+            f"{signal_name}: stopping in round {flight.index}: {flight.played} of its "
+            f"{flight.episodes} episodes played, none of them scored (the round is abandoned "
+            f"and played again at the next start); {saved}"
+        )
+
     async def run(self, rounds: int | None = None, stop: asyncio.Event | None = None) -> None:
         """Start, then play rounds (`rounds` of them, or until `stop` is set)."""
         stop = stop or asyncio.Event()
@@ -421,8 +449,13 @@ async def run_validator(config: ValidatorConfig) -> None:
         validator.metrics.serve(config.neuron.metrics_port, config.neuron.metrics_host)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.warning(validator.stopping_line(sig.name), extra={"signal": sig.name})
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     runner = asyncio.create_task(validator.run(stop=stop))
     stopper = asyncio.create_task(stop.wait())
     try:
@@ -434,6 +467,15 @@ async def run_validator(config: ValidatorConfig) -> None:
             task.cancel()
         await asyncio.gather(runner, stopper, return_exceptions=True)
         await validator.close()
+
+
+@dataclass
+class RoundInFlight:
+    """The round being played: its index, its episodes, and how many have been played."""
+
+    index: int
+    episodes: int
+    played: int = 0
 
 
 def _round_judge(config: ValidatorConfig, rubric: Judge) -> RoundJudge:

@@ -655,3 +655,24 @@ def test_the_validator_publishes_its_sealed_public_shards_and_keeps_the_live_buc
     # This round's episodes are of the bucket still being asked: sealed locally, never sent.
     assert len(list(root.glob(SHARD_GLOB))) > 1
     assert sorted(p.relative_to(dest) for p in dest.glob(SHARD_GLOB)) == [Path(sealed.path)]
+
+
+def test_stopping_says_the_round_in_flight_and_what_it_leaves_unscored(
+    honest: dict[str, BackgroundServer], catalog_dir: Path, tmp_path: Path
+) -> None:
+    subnet = Subnet()
+    for p, server in honest.items():
+        subnet.add_miner(LocalWallet.derive(f"test-miner-{p}"), server.url)
+    said: list[str] = []
+    validator = make_validator(subnet, tmp_path, catalog_dir, tasks_per_round=2)
+    assert validator.stopping_line("SIGTERM") == (
+        "SIGTERM: stopping between rounds; nothing is left unscored; no round was finished"
+    )
+    validator.on_episode = lambda uid, t: said.append(validator.stopping_line("SIGTERM"))
+    one_round(validator)
+    assert said[0].startswith("SIGTERM: stopping in round 0: 1 of its 6 episodes played, none")
+    assert said[-1].startswith("SIGTERM: stopping in round 0: 6 of its 6 episodes played")
+    assert validator.stopping_line("SIGINT") == (
+        "SIGINT: stopping between rounds; nothing is left unscored; the state after round 0 "
+        "is saved"
+    )
