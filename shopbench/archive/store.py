@@ -195,9 +195,11 @@ class ArchiveStore:
         except OSError as e:
             raise SinkError(f"{self.root}: cannot open the archive ({e.strerror or e})") from None
         if self.policy.lifted:
+            # Said once, to the person at the terminal; the log keeps it at info, so a
+            # logger without handlers (whose last resort prints warnings) does not say it twice.
             line = LIFTED_WARNING.format(root=self.root)
-            log.warning(line)
             print(line, file=sys.stderr, flush=True)
+            log.info(line)
         self.recovery = self._recover()
         self._publish_head()
         self._generation = self._next_generation()

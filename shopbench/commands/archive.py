@@ -9,6 +9,8 @@ re-read as it grows; or an object-storage or HTTP URL (``s3://â€¦``, ``file://â€
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -147,10 +149,26 @@ def annotation_book(
     return AnnotationBook(folder, HotkeyVerifier(), annotators=annotators, settings=settings)
 
 
+def shopbench_command() -> str:
+    """How to run ``shopbench`` from here: the bare name when it is on the PATH as the one
+    running now, else the path of the one running now (a virtual environment not activated,
+    as ``scripts/arena.sh`` runs it), relative to the working directory when it lies below it."""
+    here = Path(sys.executable).parent / "shopbench"
+    found = shutil.which("shopbench")
+    if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
+        return "shopbench"
+    try:
+        return str(here.relative_to(Path.cwd()))
+    except ValueError:
+        return str(here)
+
+
 def serve_hint(archive: Path) -> str:
-    """The command that browses `archive`, as ``shopbench arena`` prints it."""
+    """The command that browses `archive`, as ``shopbench arena`` prints it: one that runs
+    from this terminal as it is."""
     return (
-        f"browse it: shopbench traces serve --root {archive}  (then open http://127.0.0.1:8000/)"
+        f"browse it: {shopbench_command()} traces serve --root {archive}  "
+        "(then open http://127.0.0.1:8000/)"
     )
 
 

@@ -235,6 +235,17 @@ def test_a_store_opened_with_the_embargo_lifted_says_so_loudly(
 ) -> None:
     store = ArchiveStore(tmp_path, signer=KeyedHash(), embargo=EmbargoPolicy(lifted=True))
     assert "ARCHIVE EMBARGO LIFTED" in capsys.readouterr().err
+    # once, in a process whose logging is not configured (as `shopbench arena` runs it)
+    done = subprocess.run(
+        [sys.executable, "-c", "from pathlib import Path; from support.keyed_hash import "
+         "KeyedHash; from shopbench.archive.store import ArchiveStore, EmbargoPolicy; "
+         f"ArchiveStore(Path({str(tmp_path / 'once')!r}), signer=KeyedHash(), "
+         "embargo=EmbargoPolicy(lifted=True))"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(HERE.parents[1])},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("ARCHIVE EMBARGO LIFTED") == 1, done.stderr
     assert store.embargo_view().lifted and load_embargo(tmp_path).lifted
     asyncio.run(store.close())
     ArchiveStore(tmp_path, signer=KeyedHash())  # a validator's store: never lifted

@@ -206,3 +206,18 @@ def test_the_arena_alone_may_override_consensus_parameters() -> None:
     assert arena_command._consensus(base, None, None, None) == base
     with pytest.raises(ArenaError, match="curve.burn"):
         arena_command._consensus(base, None, 2.0, None)
+
+
+def test_the_serve_hint_runs_from_this_terminal_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from shopbench.commands.archive import serve_hint
+
+    here = Path(sys.executable).parent / "shopbench"
+    monkeypatch.setenv("PATH", str(here.parent))  # the environment activated
+    assert serve_hint(Path("arena/archive")).startswith(
+        "browse it: shopbench traces serve --root arena/archive"
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))  # not activated: the path of the one running
+    monkeypatch.chdir(tmp_path)
+    assert serve_hint(Path("a")).startswith(f"browse it: {here} traces serve --root a")
