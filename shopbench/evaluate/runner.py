@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.env.episode import episode_id
 from shopbench.evaluate.errors import EvalError
 from shopbench.records.trajectory import Trajectory
 from shopbench.trajectory.loop import RunLimits, run_episode
@@ -53,13 +54,16 @@ async def evaluate(
     config: EvalConfig | None = None,
     *,
     on_done: Callable[[Trajectory], None] | None = None,
+    played: Sequence[Trajectory] = (),
 ) -> list[Trajectory]:
     """Play every task `config.samples` times; return the trajectories in (task, sample)
     order, whatever order they finished in.
 
     At most `config.concurrency` episodes run at once; `on_done` is called with each
-    trajectory as it finishes (progress bars, streaming writes). Policy failures are in the
-    trajectories; an unexpected error of the environment propagates.
+    trajectory as it finishes (progress bars, streaming writes). `played`: episodes an
+    earlier, interrupted run of the same evaluation finished (the same seed), found by their
+    episode id (each (task, sample) has its own key) and not played again. Policy failures
+    are in the trajectories; an unexpected error of the environment propagates.
     """
     config = config or EvalConfig()
     if not tasks:
@@ -71,6 +75,12 @@ async def evaluate(
     policies = [make(config.seed + k) for k in range(config.samples)]
     gate = asyncio.Semaphore(config.concurrency)
     slots: list[Trajectory | None] = [None] * (len(tasks) * config.samples)
+    earlier = {t.episode_id: t for t in played}
+    for i, task in enumerate(tasks):
+        for k in range(config.samples):
+            slots[i * config.samples + k] = earlier.get(
+                episode_id(episode_key(config.seed, task.id, k))
+            )
 
     async def play(i: int, task: Task, k: int) -> None:
         async with gate:
@@ -85,6 +95,7 @@ async def evaluate(
         asyncio.create_task(play(i, task, k))
         for i, task in enumerate(tasks)
         for k in range(config.samples)
+        if slots[i * config.samples + k] is None
     ]
     try:
         await asyncio.gather(*jobs)
@@ -105,8 +116,9 @@ def run_evaluation(
     config: EvalConfig | None = None,
     *,
     on_done: Callable[[Trajectory], None] | None = None,
+    played: Sequence[Trajectory] = (),
 ) -> tuple[list[Trajectory], float]:
     """:func:`evaluate` from synchronous code; returns the trajectories and the seconds."""
     start = time.perf_counter()
-    out = asyncio.run(evaluate(env, tasks, make, config, on_done=on_done))
+    out = asyncio.run(evaluate(env, tasks, make, config, on_done=on_done, played=played))
     return out, time.perf_counter() - start

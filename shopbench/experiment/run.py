@@ -350,21 +350,46 @@ def _evaluate(
         training_set=train_rows if arm != BASE else None,
     )  # fmt: skip
 
+    journal = folder.with_name(f"{arm}.played.jsonl")
+
     def work() -> None:
         env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
-        done = [0]
+        earlier = read_journal(journal)
+        if earlier:
+            stages.log(f"eval {arm}: {len(earlier)} episodes played before, kept ({journal})")
+        done = [len(earlier)]
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        with journal.open("a", encoding="utf-8") as keep:
 
-        def tick(_spec: str, _t: Trajectory) -> None:
-            done[0] += 1
-            if done[0] % 25 == 0:
-                stages.log(f"eval {arm}: {done[0]}/{len(tasks) * spec.samples} episodes")
+            def tick(_spec: str, t: Trajectory) -> None:
+                keep.write(t.model_dump_json() + "\n")
+                keep.flush()
+                done[0] += 1
+                if done[0] % 25 == 0:
+                    stages.log(f"eval {arm}: {done[0]}/{len(tasks) * spec.samples} episodes")
 
-        report, played, _ = evaluate_model(env, tasks, eval_config,
-                                           tasks_file=str(stages.out / "heldout.jsonl"),
-                                           on_done=tick)  # fmt: skip
+            report, played, _ = evaluate_model(
+                env, tasks, eval_config, tasks_file=str(stages.out / "heldout.jsonl"),
+                on_done=tick, played={eval_config.model: earlier},
+            )  # fmt: skip
         write_model_eval(folder, report, played)
+        journal.unlink()
 
     stages.run(f"eval {arm}", folder, work)
+
+
+def read_journal(path: Path) -> list[Trajectory]:
+    """The episodes an interrupted evaluation wrote to its journal, one JSON line each; a
+    line cut by the interruption (or otherwise unreadable) is left out and played again."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(Trajectory.model_validate_json(line))
+        except ValueError:
+            continue
+    return out
 
 
 def run_experiment(

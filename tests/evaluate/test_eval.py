@@ -174,3 +174,20 @@ def test_the_eval_bench_prints_one_json_object(catalog_dir: Path, task_file: Pat
     assert data["episodes"] == 12 and data["policy"] == "careful"
     assert data["episodes_per_s"] > 0 and data["catalog_products"] == 2000
     assert 0 < data["policy_share"] < 1 and 0 < data["env_share"] < 1
+
+
+def test_an_interrupted_evaluation_keeps_what_it_played(
+    env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    config = EvalConfig(samples=2, concurrency=4, seed=3)
+    whole, _ = run_evaluation(env, tasks[:4], lambda k: make_policy("greedy", seed=k), config)
+    finished: list[Trajectory] = []
+    again, _ = run_evaluation(
+        env, tasks[:4], lambda k: make_policy("greedy", seed=k), config,
+        on_done=finished.append, played=whole[:5],
+    )  # fmt: skip
+    # the five played before are kept as they were; only the other three are played again
+    assert [t.episode_id for t in again] == [t.episode_id for t in whole]
+    assert again[:5] == whole[:5] and len(finished) == 3
+    assert {t.episode_id for t in finished} == {t.episode_id for t in whole[5:]}
+    assert [t.outcome for t in again[5:]] == [t.outcome for t in whole[5:]]

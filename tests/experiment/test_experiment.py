@@ -154,6 +154,8 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
         assert set(steps["metrics"]) >= {"parses", "right_tool"}
     assert "parses" in arms["curated"]["steps_minus_base"]
     assert set(report["stages_at"]) == set(report["stages_s"])
+    # Each evaluation journals its episodes as they finish and drops the journal when done.
+    assert not list((out / "eval").glob("*.played.jsonl"))
     # Every arm's ASR comes before any step accuracy: the steps cost more and answer less.
     order = list(json.loads((out / "stages.json").read_text())["finished"])
     evals = [order.index(f"eval {a}") for a in arms]
@@ -290,3 +292,18 @@ def test_the_shipped_configs_load(tiny: Path) -> None:
         assert config.arena is not None and "base" in config.arms
     with pytest.raises(ExperimentError, match="no such model directory"):
         load_experiment(root / "qwen3-4b-gpu.yaml")
+
+
+def test_an_evaluation_s_journal_keeps_every_whole_line_and_drops_a_torn_one(
+    tmp_path: Path,
+) -> None:
+    from shopbench.archive.store import read_store
+    from shopbench.experiment.run import read_journal
+
+    journal = tmp_path / "curated.played.jsonl"
+    assert read_journal(journal) == []
+    records = list(read_store(Path(__file__).resolve().parents[1] / "data" / "archive_v1" /
+                              "archive"))  # fmt: skip
+    lines = [t.model_dump_json() for t in records]
+    journal.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][:200], encoding="utf-8")
+    assert read_journal(journal) == records[:2]  # the line the interruption cut is played again

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,7 +186,7 @@ def check_groups(
 
 def _play(
     env: ShoppingEnv, tasks: Sequence[Task], spec: str, config: ModelEvalConfig,
-    on_done: Callable[[Trajectory], None] | None,
+    on_done: Callable[[Trajectory], None] | None, played: Sequence[Trajectory] = (),
 ) -> tuple[list[Trajectory], float]:
     chosen = config.policy_options
     limits = config.limits
@@ -201,7 +201,7 @@ def _play(
         options = chosen.options(spec, config.samples, sample=k - config.seed)
         return make_policy(spec, catalog=env.catalog, seed=k, **options)
 
-    return run_evaluation(env, tasks, make, run, on_done=on_done)
+    return run_evaluation(env, tasks, make, run, on_done=on_done, played=played)
 
 
 def evaluate_model(
@@ -211,10 +211,13 @@ def evaluate_model(
     *,
     tasks_file: str = "",
     on_done: Callable[[str, Trajectory], None] | None = None,
+    played: Mapping[str, Sequence[Trajectory]] | None = None,
 ) -> tuple[ModelEvalReport, list[Trajectory], list[Trajectory]]:
     """Play the model (and the baseline) on `tasks`; the report and both runs' trajectories.
 
-    `on_done(spec, trajectory)` is called as each episode finishes (progress bars)."""
+    `on_done(spec, trajectory)` is called as each episode finishes (progress bars, a
+    journal); `played[spec]`: the episodes of that spec an interrupted run finished, not
+    played again."""
     specs = [config.model] + ([config.baseline] if config.baseline else [])
     warnings: list[str] = []
     check_applies(config.policy_options, specs)
@@ -245,7 +248,7 @@ def evaluate_model(
     for spec in specs:
         done = (lambda t, s=spec: on_done(s, t)) if on_done is not None else None
         started = time.perf_counter()
-        trajectories, _ = _play(env, tasks, spec, config, done)
+        trajectories, _ = _play(env, tasks, spec, config, done, (played or {}).get(spec, ()))
         runs[spec] = (trajectories, time.perf_counter() - started)
     boot = config.bootstrap
     groups = task_groups(tasks, env.catalog)
