@@ -22,6 +22,7 @@ from support.api_archives import HOSTILE, PAYLOADS, VALIDATOR, embargoed, hostil
 from support.keyed_hash import KeyedHash
 from typer.testing import CliRunner
 
+from shopbench.archive.errors import UnknownValidator
 from shopbench.archive.manifest import ShardManifest, verify_manifest
 from shopbench.archive.store import read_store
 from shopbench.cli import app as cli_app
@@ -465,7 +466,9 @@ def test_traces_pull_reads_the_service_as_it_reads_a_bucket(
         cli_app, ["traces", "pull", "--from", str(api.base_url), "--validator", VALIDATOR,
                   "--out", str(tmp_path / "none"), "--json"],
     )  # fmt: skip
-    assert forged.exit_code == 0 and _json_line(forged.output)["rows"] == 0
+    # a validator the service holds nothing of: refused, naming the one it holds
+    assert isinstance(forged.exception, UnknownValidator)
+    assert f"it holds: {hotkey}" in str(forged.exception)
 
 
 def _json_line(output: str) -> dict[str, object]:
