@@ -22,8 +22,8 @@ the trained turns stops the run before the CPU is spent. Then ``base`` is evalua
 each trained arm in the config's order is trained and evaluated, the report rewritten after
 each; step accuracy comes last, arm by arm (a model that has not learned the call format
 decodes every step to the turn budget, so it costs more than the arm's ASR and answers a
-smaller question). A run stopped between stages (a session's end) resumes at the next
-stage, and the report holds every arm evaluated so far.
+smaller question). A run stopped between stages (killed, or its machine taken back)
+resumes at the next stage, and the report holds every arm evaluated so far.
 """
 
 from __future__ import annotations
