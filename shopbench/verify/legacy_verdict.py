@@ -38,7 +38,10 @@ _FALLBACK_NOTE = re.compile(
     re.S,
 )
 _KINDS = frozenset(get_args(LLMFailureKind))
-_NO_NOTE = LLMFallback(judge_id="?", kind="down", message="(no note recorded)")
+_NOTE_MISSING = LLMFallback(judge_id="?", kind="down", message="(no note recorded)")
+"""The failure of an old fallback record that no longer carries its fallback note: it names
+no judge, so the note rebuilt from it differs from every recorded one and verify reports the
+record's ``judge.notes`` as a mismatch (the record is not trusted, and nothing is invented)."""
 
 
 def legacy_parts(recorded: Verdict, rubric: Verdict) -> VerdictParts:
@@ -59,15 +62,15 @@ def without_parts(verdict: Verdict) -> Verdict:
 
 
 def _fallback(recorded: Verdict) -> LLMFallback:
-    """The failure the last fallback note of `recorded` names (a placeholder when none
-    does, which then shows as a ``judge.notes`` mismatch)."""
+    """The failure the last fallback note of `recorded` names; :data:`_NOTE_MISSING` when
+    none does."""
     for note in reversed(recorded.notes):
         m = _FALLBACK_NOTE.match(note)
         if m is not None and m["kind"] in _KINDS:
             return LLMFallback.model_validate(
                 {"judge_id": m["id"], "kind": m["kind"], "message": m["message"]}
             )
-    return _NO_NOTE
+    return _NOTE_MISSING
 
 
 def _combined(recorded: Verdict, rubric: Verdict) -> tuple[LLMPart, RulePart]:

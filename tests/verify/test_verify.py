@@ -459,6 +459,12 @@ def test_an_archive_written_before_typed_parts_reads_verifies_and_regrades(
     assert fallback.rubric.parts.fallback == LLMFallback(
         judge_id=_llm(0).judge_id, kind="timeout", message="no reply within 120 s"
     )
+    # An old fallback record whose note is gone names no failure: no judge is invented.
+    bare = records[3].judge.model_copy(update={"notes": []})  # type: ignore[union-attr]
+    lost, _ = judgement(records[3].model_copy(update={"judge": None}), bare)
+    assert lost.rubric.parts is not None and lost.rubric.parts.fallback is not None
+    assert lost.rubric.parts.fallback.judge_id == "?"
+    assert lost.rubric.notes != records[3].judge.notes  # type: ignore[union-attr]
     alone, _ = judged[4]
     assert alone.llm is None and alone.rubric.parts is not None
     assert alone.rubric.parts.fallback is None and alone.rubric.parts.llm is None
