@@ -32,6 +32,7 @@ from shopbench.records.task import INTENTS, Intent
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.base.options import parse_config
+from template.base.restart import restart_file_path
 
 
 class _Section(BaseModel):
@@ -76,6 +77,16 @@ class LoggingConfig(_Section):
     )
     format: Literal["json", "text"] = Field(
         default="json", description="json: one object per line (for log shippers); text: for people"
+    )
+    file: str | None = Field(
+        default=None, description="also write the log to this file, rotated by size (stderr "
+        "keeps it too; default: stderr only)",
+    )  # fmt: skip
+    max_mb: float = Field(
+        default=100.0, gt=0, description="size in MB at which --logging.file is rotated"
+    )
+    backups: int = Field(
+        default=5, ge=0, description="rotated log files kept beside --logging.file (FILE.1, ...)"
     )
 
 
@@ -178,6 +189,11 @@ class ValidatorNeuronConfig(_Section):
         default=9100, ge=0, le=65535, description="port of the Prometheus /metrics (0: off)"
     )
     metrics_host: str = Field(default="0.0.0.0", description="address /metrics binds")
+    restart_file: str | None = Field(
+        default=None, description="when this file appears the validator finishes its round, "
+        "saves its state, removes the file and exits with status 0, so its process manager "
+        "restarts it on new code (default: FULL_PATH/restart-request.json)",
+    )  # fmt: skip
     clock: ClockConfig = Field(default_factory=ClockConfig, description="start-up clock check")
     llm_judge: LLMJudgeSection = Field(
         default_factory=LLMJudgeSection, description="the LLM judge's servers"
@@ -207,6 +223,11 @@ class ValidatorConfig(BaseModel):
         if self.neuron.archive_dir:
             return Path(self.neuron.archive_dir).expanduser()
         return self.state_dir / "archive"
+
+    @property
+    def restart_path(self) -> Path:
+        """The restart-request file the validator looks for between rounds."""
+        return restart_file_path(self.neuron.full_path, self.neuron.restart_file)
 
 
 MINER_TURN_MARGIN_S = 10.0

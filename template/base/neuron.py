@@ -13,6 +13,7 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -49,16 +50,34 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(config: LoggingConfig, stream: TextIO | None = None) -> None:
-    """Send the root logger's records to `stream` (stderr) in the configured format."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    if config.format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+    """Send the root logger's records to `stream` (stderr) in the configured format, and to
+    ``--logging.file`` as well when one is named: rotated when it reaches
+    ``--logging.max_mb``, with ``--logging.backups`` old files kept (``FILE.1`` the newest).
+    NeuronError names a log file that cannot be opened."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(stream or sys.stderr)]
+    if config.file:
+        path = Path(config.file).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handlers.append(RotatingFileHandler(
+                path, maxBytes=max(1, int(config.max_mb * 1024 * 1024)),
+                backupCount=config.backups, encoding="utf-8",
+            ))  # fmt: skip
+        except OSError as e:
+            reason = e.strerror or e
+            raise NeuronError(f"--logging.file {path}: cannot open it ({reason})") from None
+    formatter = (
+        JsonFormatter() if config.format == "json"
+        else logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    )  # fmt: skip
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    root.addHandler(handler)
+        if isinstance(old, logging.FileHandler):
+            old.close()  # a file handler of an earlier configuration
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
     root.setLevel(config.level)
     # Per-request access lines would drown the events that matter.
     for noisy in ("uvicorn.access", "httpx", "httpcore"):
