@@ -30,10 +30,11 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.errors import SinkError
-from shopbench.records.trajectory import Trajectory
+from shopbench.records.trajectory import LATE_FIELDS, Trajectory
 
-LAYOUT_VERSION = 1
-"""Version of the column layout below; stored in every shard's metadata and manifest."""
+LAYOUT_VERSION = 2
+"""Version of the column layout below; stored in every shard's metadata and manifest.
+Layout 2 added the :data:`LATE_COLUMNS`; a layout 1 shard reads them as null."""
 
 LAYOUT_METADATA_KEY = b"shopbench.layout_version"
 
@@ -83,6 +84,8 @@ SCHEMA = pa.schema(
         ("split", pa.string()),
         # the agent
         ("agent", pa.string()),
+        ("agent_model", pa.string()),
+        ("agent_revision", pa.string()),
         ("system_prompt_version", pa.string()),
         # what came of it (success, the rule and judge scores, judge_id, tool_calls and
         # failure .. tool_errors are derived, for filtering)
@@ -148,6 +151,10 @@ RECORD_COLUMNS = (
     "judge_json", "timings_json", "signer", "signature",
 )  # fmt: skip
 """The columns a record is rebuilt from (the derived ones repeat what these hold)."""
+
+LATE_COLUMNS = LATE_FIELDS
+"""Record columns a shard written before them lacks (the record's late fields, one column
+each); every reader reads them there as null, which is what such a record held."""
 
 
 class Partition(BaseModel):
@@ -264,9 +271,31 @@ def table_rows(table: pa.Table) -> list[dict[str, Any]]:
     :data:`RECORD_COLUMNS` (derived and extra columns, such as hive partition columns, are
     left out); SinkError when one of those is missing."""
     missing = [name for name in RECORD_COLUMNS if name not in table.column_names]
-    if missing:
+    if [name for name in missing if name not in LATE_COLUMNS]:
         raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
-    return table.select(list(RECORD_COLUMNS)).to_pylist()
+    return with_late_columns(table).select(list(RECORD_COLUMNS)).to_pylist()
+
+
+def with_late_columns(table: pa.Table) -> pa.Table:
+    """`table` with each of the :data:`LATE_COLUMNS` it lacks added as nulls."""
+    for name in LATE_COLUMNS:
+        if name not in table.column_names:
+            field = SCHEMA.field(name)
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table
+
+
+def scan_source_sql() -> str:
+    """The DuckDB source over one ``?`` list of shard files (read by column name) whose
+    columns are :data:`SCHEMA`'s in order, whatever layout each shard was written in: the
+    :data:`LATE_COLUMNS` a shard lacks are null. Filters and projections still reach each
+    file's scan."""
+    late = ", ".join(f'NULL::VARCHAR AS "{name}"' for name in LATE_COLUMNS)
+    columns = ", ".join(f'"{name}"' for name in SCHEMA.names)
+    return (
+        f"(SELECT {columns} FROM (SELECT * FROM read_parquet(?, hive_partitioning=false, "
+        f"union_by_name=true) UNION ALL BY NAME SELECT {late} WHERE false))"
+    )
 
 
 def rebuild(row: dict[str, Any]) -> Trajectory:

@@ -199,8 +199,10 @@ def scan(
         extra, extra_params = after_clause(after)
         where = f"({where}) AND {extra}"
         params.extend(extra_params)
+    from shopbench.archive.layout import scan_source_sql
+
     files = [r.file for r in kept]
-    source = "read_parquet(?, hive_partitioning=false, union_by_name=true)"
+    source = scan_source_sql()
     return f"FROM {source} WHERE {where}", [files, *params]
 
 

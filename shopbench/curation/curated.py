@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from shopbench.archive.errors import SinkError
-from shopbench.archive.layout import SCHEMA, from_table, to_table
+from shopbench.archive.layout import LATE_COLUMNS, SCHEMA, from_table, to_table
 from shopbench.curation.errors import CuratedSetError
 from shopbench.records.trajectory import Trajectory
 
@@ -204,7 +204,8 @@ def read_curated(path: Path) -> Iterator[CuratedEpisode]:
             reader = pq.ParquetFile(file)
         except (OSError, pa.ArrowException) as e:
             raise CuratedSetError(f"{file}: not a Parquet file ({e})") from None
-        missing = [n for n in CURATED_SCHEMA.names if n not in reader.schema_arrow.names]
+        missing = [n for n in CURATED_SCHEMA.names
+                   if n not in reader.schema_arrow.names and n not in LATE_COLUMNS]  # fmt: skip
         if missing:
             raise CuratedSetError(f"{file}: not a curated file (missing {', '.join(missing)})")
         for group in range(reader.num_row_groups):

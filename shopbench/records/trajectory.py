@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from shopbench.chat import ChatMessage
 from shopbench.records.diagnosis import Diagnosis, diagnose
@@ -27,6 +34,36 @@ SCHEMA_VERSION = 1
 
 MAX_DETAIL_CHARS = 500
 """A failure's description, e.g. an exception message, is cut to this many characters."""
+
+MAX_AGENT_NAME_CHARS = 128
+"""Characters of a model name or revision an agent card gives (the wire's limit too)."""
+
+
+def printable_name(value: str) -> str:
+    """`value` when every character of it is printable; ValueError naming the first that
+    is not."""
+    # str.isprintable is False for control characters, line breaks, and the format
+    # characters (bidi overrides, zero-width) that make one name look like another.
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(
+            f"holds the unprintable character U+{ord(bad):04X}: a model name or revision is "
+            "one line of printable text"
+        )
+    return value
+
+
+AgentName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_AGENT_NAME_CHARS),
+    AfterValidator(printable_name),
+]
+"""A model name or revision as an agent card gives it: 1 to :data:`MAX_AGENT_NAME_CHARS`
+printable characters (a miner writes it; every reader shows it)."""
+
+LATE_FIELDS = ("agent_model", "agent_revision")
+"""Fields added after records were first signed: left out of the signing payload while None,
+so a record signed before they existed verifies unchanged."""
 
 
 class TerminationReason(StrEnum):
@@ -152,6 +189,15 @@ class Trajectory(BaseModel):
     split: Split
     # the agent and the conversation
     agent: str = Field(description="the policy's name")
+    agent_model: AgentName | None = Field(
+        default=None,
+        description="the model the miner's agent card named when the validator asked for it "
+        "in the episode's round (GET /card); None: no card was read, or not a miner",
+    )  # fmt: skip
+    agent_revision: AgentName | None = Field(
+        default=None,
+        description="the model revision that card named; None: none given",
+    )  # fmt: skip
     system_prompt_version: str
     tools: list[dict[str, Any]] = Field(description="the OpenAI function schemas offered")
     messages: list[ChatMessage]
@@ -208,9 +254,10 @@ class Trajectory(BaseModel):
         return len(self.tool_log)
 
     def signing_payload(self) -> bytes:
-        """The canonical bytes a signer signs: the record without its signature as JSON with
-        sorted keys, no spaces, UTF-8. Equal records give equal bytes."""
-        data = self.model_dump(mode="json", exclude={"signature"})
+        """The canonical bytes a signer signs: the record without its signature (and without
+        the :data:`LATE_FIELDS` that are None) as JSON with sorted keys, no spaces, UTF-8.
+        Equal records give equal bytes."""
+        data = signed_fields(self.model_dump(mode="json", exclude={"signature"}))
         text = json.dumps(
             data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
         )
@@ -224,10 +271,20 @@ class Trajectory(BaseModel):
         return quick_canonical(self.model_dump(mode="json", exclude={"signature"}))
 
 
+def signed_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A record's plain dict as its signature covers it: without ``signature``, and without
+    each of the :data:`LATE_FIELDS` that is None (a record written before it existed)."""
+    return {
+        k: v for k, v in data.items()
+        if k != "signature" and not (v is None and k in LATE_FIELDS)
+    }  # fmt: skip
+
+
 def quick_canonical(data: dict[str, Any]) -> bytes | None:
-    """`data` as sorted-key compact JSON written by orjson (what
-    :meth:`Trajectory.quick_signing_payload` writes), None when orjson cannot write it."""
+    """`data` as sorted-key compact JSON written by orjson, as its signature covers it
+    (:func:`signed_fields`; what :meth:`Trajectory.quick_signing_payload` writes), None when
+    orjson cannot write it."""
     try:
-        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+        return orjson.dumps(signed_fields(data), option=orjson.OPT_SORT_KEYS)
     except (orjson.JSONEncodeError, TypeError):
         return None

@@ -218,3 +218,63 @@ def test_the_json_schema_doc_matches_the_record() -> None:
     )
     schema = json.loads(trajectory_json_schema())
     assert {"epoch", "bucket", "messages", "tool_log", "signature"} <= set(schema["properties"])
+
+
+def test_the_agent_card_s_model_is_signed_and_records_without_it_verify_unchanged(
+    episodes: list[Trajectory],
+) -> None:
+    from shopbench.archive.layout import record_of, table_rows
+    from shopbench.archive.signing import verify_record, verify_trajectory
+
+    key = KeyedHash(VALIDATOR)
+    old = episodes[2]  # signed over a payload that names no agent model
+    assert old.agent_model is None and b"agent_model" not in old.signing_payload()
+    assert verify_trajectory(old, key)
+    carded = sign_trajectory(
+        old.model_copy(update={"agent_model": "Qwen/Qwen3-4B", "agent_revision": "r1"}), key
+    )
+    assert b'"agent_model":"Qwen/Qwen3-4B"' in carded.signing_payload()
+    assert verify_trajectory(carded, key)
+    for change in ({"agent_model": "gpt-5"}, {"agent_revision": "r2"}, {"agent_model": None}):
+        assert not verify_trajectory(carded.model_copy(update=change), key), change
+    table = to_table([old, carded])
+    assert table.column("agent_model").to_pylist() == [None, "Qwen/Qwen3-4B"]
+    for row, t in zip(table_rows(table), from_table(table), strict=True):
+        assert verify_record(record_of(row), t, key)
+
+
+def test_a_shard_written_before_the_agent_columns_reads_them_as_null(
+    episodes: list[Trajectory], tmp_path: Path
+) -> None:
+    from shopbench.archive.layout import LATE_COLUMNS, scan_source_sql
+
+    table = to_table(episodes)
+    old = table.drop_columns(list(LATE_COLUMNS))  # layout 1: no agent columns
+    path = tmp_path / "layout1.parquet"
+    pq.write_table(old, path)
+    _same(read_shard(path), episodes)
+    _same(from_table(old), episodes)
+    new = tmp_path / "layout2.parquet"
+    pq.write_table(to_table([episodes[0].model_copy(update={"agent_model": "m/1"})]), new)
+    for files in ([str(path)], [str(path), str(new)]):
+        got = duckdb.connect().sql(
+            f"SELECT * FROM {scan_source_sql()} ORDER BY episode_id", params=[files]
+        ).to_arrow_table()
+        assert got.schema.names == SCHEMA.names
+        models = sorted(got.column("agent_model").to_pylist(), key=str)
+        assert models == sorted([None] * len(episodes) + ["m/1"] * (len(files) - 1), key=str)
+
+
+def test_an_agent_name_is_one_short_printable_line(episodes: list[Trajectory]) -> None:
+    from pydantic import ValidationError
+
+    from shopbench.records.trajectory import MAX_AGENT_NAME_CHARS
+
+    data = json.loads(episodes[0].model_dump_json())
+    for bad in ("", "x" * (MAX_AGENT_NAME_CHARS + 1), "a\nb", "evil\u202egnp.exe", "a\x00"):
+        with pytest.raises(ValidationError, match="agent_model"):
+            Trajectory.model_validate({**data, "agent_model": bad})
+    ok = Trajectory.model_validate(
+        {**data, "agent_model": "Qwen/Qwen3-4B <b>", "agent_revision": "é1"}
+    )
+    assert ok.agent_model == "Qwen/Qwen3-4B <b>"
