@@ -28,6 +28,7 @@ def _register() -> None:
     from shopbench.commands import (
         arena,
         catalog,
+        chain,
         curate,
         distill,
         env,
@@ -42,7 +43,7 @@ def _register() -> None:
 
     for module in (
         arena, catalog, search, tasks, env, evaluate, judge, subnet_bench, traces, curate,
-        distill, verify,
+        distill, verify, chain,
     ):  # fmt: skip
         module.register(app, bench_app)
 

@@ -22,10 +22,11 @@ RECORD_DOMAIN = b"shopbench/record/v1\n"
 
 
 class HotkeySigner:
-    """Signs records with a hotkey keypair; ``hotkey`` is its ss58 address."""
+    """Signs records (or what `domain` names) with a keypair; ``hotkey`` is its ss58 address."""
 
-    def __init__(self, keypair: Any) -> None:
+    def __init__(self, keypair: Any, domain: bytes = RECORD_DOMAIN) -> None:
         self._keypair = keypair
+        self.domain = domain
         self.hotkey: str = keypair.ss58_address
 
     @classmethod
@@ -34,24 +35,37 @@ class HotkeySigner:
         return cls(wallet.hotkey)
 
     def sign(self, payload: bytes) -> str:
-        """The hex signature of ``RECORD_DOMAIN + payload``."""
-        return bytes(self._keypair.sign(RECORD_DOMAIN + payload)).hex()
+        """The hex signature of ``domain + payload``."""
+        return bytes(self._keypair.sign(self.domain + payload)).hex()
 
 
 class HotkeyVerifier:
-    """Checks record signatures made by :class:`HotkeySigner` (sr25519 unless told)."""
+    """Checks signatures made by :class:`HotkeySigner` over the same `domain` (sr25519
+    unless told)."""
 
-    def __init__(self, crypto_type: int = CRYPTO_SR25519) -> None:
+    def __init__(self, crypto_type: int = CRYPTO_SR25519, domain: bytes = RECORD_DOMAIN) -> None:
         self.crypto_type = crypto_type
+        self.domain = domain
 
     def verify(self, payload: bytes, signature: str, hotkey: str) -> bool:
         """True when `signature` is `hotkey`'s signature of `payload`; False for anything
         else, including a malformed signature or address."""
         try:
             raw = bytes.fromhex(signature.removeprefix("0x"))
-            return bool(_verify(RECORD_DOMAIN + payload, raw, hotkey, self.crypto_type))
+            return bool(_verify(self.domain + payload, raw, hotkey, self.crypto_type))
         except (ValueError, TypeError):
             return False
+
+
+def is_ss58(address: str) -> bool:
+    """True when `address` is a well-formed ss58 address (its checksum holds)."""
+    if not isinstance(address, str) or not 40 <= len(address) <= 64:
+        return False
+    try:
+        Keypair(ss58_address=address)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def keypair_from_name(name: str, role: str) -> Any:

@@ -103,9 +103,19 @@ def load_wallet(config: WalletConfig) -> Any:
 
 
 def make_chain(wallet: Any, subtensor: SubtensorConfig, netuid: int) -> Any:
-    """A :class:`~template.chain.BittensorChain` for `netuid` on the configured network."""
+    """The chain client for `netuid` on the configured network: a
+    :class:`~template.chain.BittensorChain` on a subtensor node, or, for
+    ``memory://HOST:PORT``, a :class:`~template.chain.LocalChain` on a served in-memory
+    chain (``shopbench chain serve``)."""
     from template.chain import BittensorChain, ChainConfig
+    from template.chain.memory_wire import is_memory_network, parse_url
 
+    if is_memory_network(subtensor.network):
+        from template.chain import LocalChain
+        from template.chain.memory_client import RemoteMemorySubstrate
+
+        substrate = RemoteMemorySubstrate(parse_url(subtensor.network), signer=wallet.hotkey)
+        return LocalChain(substrate, wallet, netuid, retries=2, retry_backoff_s=1.0)
     return BittensorChain(wallet, ChainConfig(network=subtensor.network, netuid=netuid))
 
 

@@ -147,6 +147,11 @@ class MemorySubstrate:
         with self._lock:
             return self._subnet(netuid).params.model_copy()
 
+    def netuids(self) -> list[int]:
+        """The subnets on the chain."""
+        with self._lock:
+            return sorted(self._state.subnets)
+
     def uid_of(self, netuid: int, hotkey: str) -> int | None:
         """`hotkey`'s uid on `netuid`, or None."""
         with self._lock:
@@ -167,6 +172,26 @@ class MemorySubstrate:
         """The timelocked commits not revealed yet."""
         with self._lock:
             return list(self._subnet(netuid).commits)
+
+    # The dev chain's async surface (the same on a served chain: memory_client) ------
+
+    async def subnet_params(self, netuid: int) -> SubnetParams:
+        """:meth:`params`, as the served chain answers it."""
+        return self.params(netuid)
+
+    async def subnet_uid(self, netuid: int, hotkey: str) -> int | None:
+        """:meth:`uid_of`, as the served chain answers it."""
+        return self.uid_of(netuid, hotkey)
+
+    async def deposit_reveal(
+        self, netuid: int, hotkey: str, uids: list[int], values: list[int]
+    ) -> None:
+        """:meth:`escrow_reveal`, as the served chain takes it (signed by `hotkey`)."""
+        self.escrow_reveal(netuid, hotkey, uids, values)
+
+    async def withdraw_reveal(self, netuid: int, hotkey: str) -> None:
+        """:meth:`withdraw_escrow`, as the served chain takes it (signed by `hotkey`)."""
+        self.withdraw_escrow(netuid, hotkey)
 
     def _subnet(self, netuid: int) -> Subnet:
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pytest
@@ -17,6 +17,8 @@ from template.chain import (
     MemorySubstrate,
     SubnetParams,
 )
+from template.chain.memory_client import RemoteMemorySubstrate
+from template.chain.memory_server import MemoryChainService, memory_chain_app
 from template.errors import (
     ChainRejected,
     ChainUnavailable,
@@ -25,6 +27,7 @@ from template.errors import (
     RateLimited,
 )
 from template.signing import LocalWallet
+from template.transport.serve import BackgroundServer
 
 T = TypeVar("T")
 NETUID = 7
@@ -36,9 +39,13 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class Subnet:
-    """A subnet with a validator (uid 0), three miners (1-3) and an outsider."""
+    """A subnet with a validator (uid 0), three miners (1-3) and an outsider.
 
-    def __init__(self, **params: Any) -> None:
+    With `url` set, the neurons reach ``chain`` served over HTTP, as separate processes do.
+    """
+
+    def __init__(self, url: str | None = None, **params: Any) -> None:
+        self.url = url
         self.chain = MemorySubstrate()
         owner = LocalWallet.derive("owner")
         self.chain.add_subnet(
@@ -52,8 +59,36 @@ class Subnet:
         for m in self.miners:
             self.chain.register(NETUID, m.hotkey_ss58, m.coldkey_ss58, stake=12.5)
 
+    def substrate(self, wallet: LocalWallet) -> MemorySubstrate | RemoteMemorySubstrate:
+        """The chain as `wallet`'s process reaches it."""
+        if self.url is None:
+            return self.chain
+        return RemoteMemorySubstrate(self.url, signer=wallet.hotkey)
+
     def local(self, wallet: LocalWallet) -> LocalChain:
-        return LocalChain(self.chain, wallet, NETUID)
+        return LocalChain(self.substrate(wallet), wallet, NETUID)
+
+
+MakeSubnet = Callable[..., Subnet]
+
+
+@pytest.fixture(params=["in-process", "served"])
+def subnet(request: pytest.FixtureRequest) -> Iterator[MakeSubnet]:
+    """Make a :class:`Subnet`, in-process or served by the chain's HTTP server."""
+    servers: list[BackgroundServer] = []
+
+    def make(**params: Any) -> Subnet:
+        if request.param == "in-process":
+            return Subnet(**params)
+        net = Subnet(url="", **params)
+        server = BackgroundServer(memory_chain_app(MemoryChainService(net.chain))).start()
+        servers.append(server)
+        net.url = server.url
+        return net
+
+    yield make
+    for server in servers:
+        server.stop()
 
 
 def sdk_quantised(weights: dict[int, float], limit: int = U16) -> dict[int, int]:
@@ -73,8 +108,8 @@ def test_both_clients_satisfy_the_protocol() -> None:
     )
 
 
-def test_set_weights_stores_the_sdks_quantisation_of_the_input() -> None:
-    net = Subnet()
+def test_set_weights_stores_the_sdks_quantisation_of_the_input(subnet: MakeSubnet) -> None:
+    net = subnet()
     chain = net.local(net.validator)
     weights = {1: 1.0, 2: 0.5, 3: 0.1234}
     receipt = run(chain.set_weights(weights))
@@ -85,9 +120,11 @@ def test_set_weights_stores_the_sdks_quantisation_of_the_input() -> None:
     assert stored == {1: 65535, 2: 32768, 3: 8087}  # max-upscaled, rounded half to even
 
 
-def test_weights_over_the_max_weight_limit_are_clipped_as_the_sdk_clips_them() -> None:
+def test_weights_over_the_max_weight_limit_are_clipped_as_the_sdk_clips_them(
+    subnet: MakeSubnet,
+) -> None:
     limit = 26214  # 40 % of the total at most
-    net = Subnet(max_weights_limit=limit)
+    net = subnet(max_weights_limit=limit)
     weights = {1: 10.0, 2: 1.0, 3: 1.0}
     run(net.local(net.validator).set_weights(weights))
     stored = net.chain.stored_weights(NETUID)[0]
@@ -96,8 +133,10 @@ def test_weights_over_the_max_weight_limit_are_clipped_as_the_sdk_clips_them() -
     assert stored[2] == stored[3] < stored[1]
 
 
-def test_commit_reveal_commits_sealed_weights_and_reveals_them_at_the_epoch() -> None:
-    net = Subnet(commit_reveal=True, reveal_period_epochs=1)
+def test_commit_reveal_commits_sealed_weights_and_reveals_them_at_the_epoch(
+    subnet: MakeSubnet,
+) -> None:
+    net = subnet(commit_reveal=True, reveal_period_epochs=1)
     chain = net.local(net.validator)
     weights = {2: 1.0, 3: 3.0}
     receipt = run(chain.set_weights(weights))
@@ -110,8 +149,8 @@ def test_commit_reveal_commits_sealed_weights_and_reveals_them_at_the_epoch() ->
     assert net.chain.stored_weights(NETUID)[0] == sdk_quantised(weights) == {2: 21845, 3: 65535}
 
 
-def test_a_refused_commit_does_not_leave_its_plaintext_behind() -> None:
-    net = Subnet(commit_reveal=True)
+def test_a_refused_commit_does_not_leave_its_plaintext_behind(subnet: MakeSubnet) -> None:
+    net = subnet(commit_reveal=True)
     chain = net.local(net.validator)
     run(chain.set_weights({1: 1.0}))
     with pytest.raises(RateLimited):
@@ -122,8 +161,8 @@ def test_a_refused_commit_does_not_leave_its_plaintext_behind() -> None:
     assert net.chain.stored_weights(NETUID)[0] == {3: 65535}
 
 
-def test_weight_refusals_are_typed() -> None:
-    net = Subnet(weights_version_key=3)
+def test_weight_refusals_are_typed(subnet: MakeSubnet) -> None:
+    net = subnet(weights_version_key=3)
     chain = net.local(net.validator)
     with pytest.raises(InvalidChainRequest, match="all weights are 0"):
         run(chain.set_weights({1: 0.0}))
@@ -143,10 +182,11 @@ def test_weight_refusals_are_typed() -> None:
     assert no_permit.value.name == "NeuronNoValidatorPermit"
 
 
-def test_metagraph_view_reads_the_chain_through_the_sdk() -> None:
-    net = Subnet()
-    chain = BittensorChain(net.validator, ChainConfig(netuid=NETUID), substrate=net.chain)
-    miner = BittensorChain(net.miners[1], ChainConfig(netuid=NETUID), substrate=net.chain)
+def test_metagraph_view_reads_the_chain_through_the_sdk(subnet: MakeSubnet) -> None:
+    net = subnet()
+    config = ChainConfig(netuid=NETUID)
+    chain = BittensorChain(net.validator, config, substrate=net.substrate(net.validator))
+    miner = BittensorChain(net.miners[1], config, substrate=net.substrate(net.miners[1]))
     run(miner.serve("203.0.113.9", 8091))
     graph = run(chain.metagraph())
     assert graph.netuid == NETUID and graph.block == run(chain.current_block())
@@ -158,8 +198,8 @@ def test_metagraph_view_reads_the_chain_through_the_sdk() -> None:
     assert graph.by_hotkey(net.miners[1].hotkey_ss58).uid == 2  # type: ignore[union-attr]
 
 
-def test_serving_is_validated_and_rate_limited() -> None:
-    net = Subnet(serving_rate_limit=5)
+def test_serving_is_validated_and_rate_limited(subnet: MakeSubnet) -> None:
+    net = subnet(serving_rate_limit=5)
     miner = net.local(net.miners[0])
     with pytest.raises(InvalidChainRequest, match="not an IP address"):
         run(miner.serve("localhost", 8091))
@@ -176,8 +216,8 @@ def test_serving_is_validated_and_rate_limited() -> None:
         run(net.local(net.outsider).serve("127.0.0.1", 9002))
 
 
-def test_commitments_round_trip_through_the_commitments_pallet() -> None:
-    net = Subnet()
+def test_commitments_round_trip_through_the_commitments_pallet(subnet: MakeSubnet) -> None:
+    net = subnet()
     validator = net.local(net.validator)
     seed_hash = "sha256:" + "3f" * 32
     run(validator.commit(seed_hash))
@@ -192,8 +232,8 @@ def test_commitments_round_trip_through_the_commitments_pallet() -> None:
         run(net.local(net.outsider).commit("hello"))
 
 
-def test_commitment_space_refills_each_epoch() -> None:
-    net = Subnet(commitment_space=200)
+def test_commitment_space_refills_each_epoch(subnet: MakeSubnet) -> None:
+    net = subnet(commitment_space=200)
     validator = net.local(net.validator)
     run(validator.commit("first"))
     run(validator.commit("second"))
