@@ -324,37 +324,21 @@ class Arena:
             episodes = sum(m.episodes for m in mine)
             score = validator.state.scores.miners.get(uid)
             process = sum(m.process * m.episodes for m in mine) / episodes if episodes else 0.0
+            policy = self.policies.get(uid) or "?"
+            model = mine[-1].agent_model
+            if policy == "external" and model is not None:
+                policy = f"external:{model}"  # the model its card named in its last round
             rows.append(
                 MinerRow(
-                    uid=uid, hotkey=mine[-1].hotkey,
-                    policy=self.policies.get(uid) or "?", episodes=episodes,
+                    uid=uid, hotkey=mine[-1].hotkey, policy=policy, model=model,
+                    episodes=episodes,
                     asr=round(sum(m.successes for m in mine) / tasks, 4) if tasks else 0.0,
                     process_score=round(process, 4), ema=round(score.ema, 6) if score else 0.0,
                     weight=round(stored.get(uid, 0) / total, 6) if total else 0.0,
                     copy_of=mine[-1].copy_of,
                 )
             )  # fmt: skip
-        rows = await self._name_external(rows, validator)
         return sorted(rows, key=lambda r: (-r.ema, -r.weight, r.uid))
-
-    async def _name_external(self, rows: list[MinerRow], validator: Any) -> list[MinerRow]:
-        """Label added miners with the model their signed agent card names."""
-        from template.errors import TransportError
-        from template.transport import MinerEndpoint
-
-        out = []
-        graph = validator.metagraph
-        for row in rows:
-            neuron = graph.by_hotkey(row.hotkey) if graph is not None else None
-            if row.policy == "external" and neuron is not None and neuron.axon:
-                endpoint = MinerEndpoint.from_axon(row.uid, row.hotkey, neuron.axon)
-                try:
-                    card = await validator.client().card(endpoint)
-                    row = row.model_copy(update={"policy": f"external:{card.model}"})
-                except TransportError:
-                    pass  # the miner is gone; "external" says enough
-            out.append(row)
-        return out
 
     def stop(self) -> None:
         """Stop the miner processes and remove the temporary wallets."""

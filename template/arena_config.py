@@ -170,6 +170,8 @@ class MinerRow(BaseModel):
     uid: int
     hotkey: str
     policy: str
+    model: str | None = None
+    """The model the miner's agent card named in its last round (None: no card came)."""
     episodes: int
     asr: float
     process_score: float

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -118,7 +119,8 @@ class RichView:
         for r in rows:
             copy_of = r.get("copy_of")
             table.add_row(
-                str(r["uid"]), r["policy"], str(r["episodes"]), f"{r['asr']:.2f}",
+                # a miner's card names an external policy: its text, never markup
+                str(r["uid"]), escape(r["policy"]), str(r["episodes"]), f"{r['asr']:.2f}",
                 f"{r['process_score']:.2f}", f"{r['ema']:.3f}", f"{r['weight']:.3f}",
                 "" if copy_of is None else f"uid {copy_of}",
             )  # fmt: skip

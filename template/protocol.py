@@ -20,10 +20,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -45,6 +47,7 @@ from shopbench.chat import (
     utf8_at_most,
     utf8_size,
 )
+from shopbench.records.trajectory import MAX_AGENT_NAME_CHARS, AgentName, printable_name
 
 PROTOCOL_VERSION = 1
 
@@ -63,8 +66,8 @@ MAX_TOOLS = 16
 """Function schemas offered in one request."""
 MAX_DEADLINE_MS = 600_000
 """The longest turn deadline a request may give."""
-MAX_MODEL_CHARS = 128
-"""Characters of a model name or revision."""
+MAX_MODEL_CHARS = MAX_AGENT_NAME_CHARS
+"""Characters of a model name or revision (the record's limit: the card's model is archived)."""
 MAX_TOKENS_COUNT = 10**9
 """The largest token count a usage report may carry."""
 
@@ -257,10 +260,17 @@ class StepResponse(BaseModel):
 
 
 class AgentCard(BaseModel):
-    """What ``GET /card`` returns: the model a miner serves and its revision."""
+    """What ``GET /card`` returns: the model a miner serves and its revision.
+
+    The validator archives both in every record of the miner's round, so each is what the
+    record holds: one line of at most :data:`MAX_MODEL_CHARS` printable characters (no
+    control, line-break, bidi or zero-width character); a card breaking that is refused
+    whole, and the records then name no model."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     protocol_version: Literal[1] = PROTOCOL_VERSION
-    model: str = Field(min_length=1, max_length=MAX_MODEL_CHARS)
-    revision: str = Field(default="", max_length=MAX_MODEL_CHARS)
+    model: AgentName
+    revision: Annotated[
+        str, StringConstraints(max_length=MAX_MODEL_CHARS), AfterValidator(printable_name)
+    ] = ""

@@ -12,7 +12,11 @@ When a miner's episodes are all done they are judged (the rubric, and the LLM ju
 the round's sampled tasks), scored by :func:`shopbench.scoring.round.score_round` (the
 combine rule, the miner's template penalty for the round, the consensus score formula),
 signed and handed to the archive sink; the miner's round score is the mean episode score
-over all the round's tasks.
+over all the round's tasks. Each record names the model (and revision) of the agent card
+the miner served in its round (``GET /card``, asked once per miner and round, after its
+episodes and within the round's time), under the validator's signature; a card that does
+not come, or breaks the card's limits, costs nothing but the name: the records then name
+no model.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import RunLimits, run_episode
 from template.base.metrics import ValidatorMetrics
 from template.errors import TransportError
+from template.protocol import AgentCard
 from template.transport import MinerClient, MinerEndpoint, RemotePolicy
 
 log = logging.getLogger("template.round")
@@ -100,6 +105,10 @@ class MinerRound(BaseModel):
     copy_of: int | None = Field(
         default=None, description="the uid whose decisions this miner's copy (score zeroed)"
     )
+    agent_model: str | None = Field(
+        default=None, description="the model the miner's agent card named (None: no card)"
+    )
+    agent_revision: str | None = Field(default=None, description="the revision it named")
 
 
 class RoundResult(BaseModel):
@@ -210,6 +219,34 @@ async def _play(
     return trajectory, _failures(trajectory, policy.reasons), [t.latency_ms for t in remote.turns]
 
 
+async def _card(ctx: RoundContext, endpoint: MinerEndpoint, deadline: float) -> AgentCard | None:
+    """The miner's agent card, or None (logged with the reason) when it does not come, is
+    not a valid card (too long, unprintable, not JSON), or the client's card deadline or
+    the round's `deadline` (monotonic) passes first."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        log.info("%s: the round's time is up; its records name no model", endpoint)
+        return None
+    try:
+        async with asyncio.timeout(left):
+            return await ctx.client.card(endpoint)
+    except TimeoutError:
+        log.warning("%s: no agent card before the round's deadline", endpoint)
+    except TransportError as e:
+        log.warning("%s: no agent card (%s); its records name no model", endpoint, e.detail)
+    return None
+
+
+def _carded(trajectory: Trajectory, card: AgentCard | None) -> Trajectory:
+    """`trajectory` naming the model and revision of `card` (valid record values: the card
+    holds them to the record's own limits)."""
+    if card is None:
+        return trajectory
+    return trajectory.model_copy(
+        update={"agent_model": card.model, "agent_revision": card.revision or None}
+    )
+
+
 async def _judge(ctx: RoundContext, trajectories: list[Trajectory]) -> list[Judgement]:
     """Each episode's judgement: the rubric's verdict, and the LLM's on the sampled tasks."""
     if ctx.round_judge is not None and ctx.llm_picked:
@@ -265,6 +302,8 @@ async def _play_miner(
         return out
 
     played = await asyncio.gather(*(one(t) for t in tasks))
+    # Asked after the episodes, so the request never takes a turn's place in the client.
+    agent = await _card(ctx, endpoint, deadline)
     failures: Counter[str] = Counter()
     latencies: list[float] = []
     trajectories: list[Trajectory] = []
@@ -272,7 +311,7 @@ async def _play_miner(
         failures.update(tally)
         latencies += lat
         if trajectory is not None:
-            trajectories.append(trajectory)
+            trajectories.append(_carded(trajectory, agent))
     scored, factor, archived = await _judge_and_archive(ctx, endpoint.uid, trajectories, hasher)
     _meter(ctx.metrics, scored, failures, latencies)
     n = len(tasks)
@@ -290,6 +329,8 @@ async def _play_miner(
         failures=dict(sorted(failures.items())),
         latency_ms_p50=round(statistics.median(latencies), 3) if latencies else None,
         decisions=round_decisions(scored),
+        agent_model=agent.model if agent is not None else None,
+        agent_revision=(agent.revision or None) if agent is not None else None,
     )
     return result, archived
 

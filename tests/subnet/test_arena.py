@@ -84,8 +84,8 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     report = json.loads((out / "arena.json").read_text())
     rows = report["miners"]
     assert [set(r) for r in rows] == [
-        {"uid", "hotkey", "policy", "episodes", "asr", "process_score", "ema", "weight",
-         "copy_of"}
+        {"uid", "hotkey", "policy", "model", "episodes", "asr", "process_score", "ema",
+         "weight", "copy_of"}
     ] * 4
     by_policy = {r["policy"]: r for r in rows}
     assert set(by_policy) == {"careful", "guesser", "random", "external:reference/careful"}
@@ -101,6 +101,10 @@ def test_the_arena_runs_a_subnet_and_ranks_careful_above_guessers(
     assert len(trajectories) == 2 * 4 * 4
     assert all(verify_trajectory(t, HotkeyVerifier()) for t in trajectories)
     assert {t.miner_hotkey for t in trajectories} == {r["hotkey"] for r in rows}
+    # Each record names the model its miner's agent card named, under the signature.
+    models = {r["hotkey"]: r["model"] for r in rows}
+    assert set(models.values()) == {"reference/careful", "reference/guesser", "reference/random"}
+    assert all(t.agent_model == models[t.miner_hotkey] for t in trajectories)
     # The JSONL is an export of the arena's store, whose shards the validator signed.
     stored = list(read_store(out / "archive"))
     assert sorted(t.episode_id for t in stored) == sorted(t.episode_id for t in trajectories)

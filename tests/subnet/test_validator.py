@@ -197,6 +197,12 @@ def test_every_miner_plays_the_same_tasks_and_scores_rank_the_policies(
         assert t.validator_hotkey == VALIDATOR.hotkey_ss58 and t.judge is not None
         assert t.epoch == result.epoch and t.bucket is not None  # the live bank's rotation
         assert verify_trajectory(t, HotkeyVerifier())
+    policy_of = {uid: p for p, uid in uids.items()}
+    # Each record names the model of its miner's agent card, under the validator's signature.
+    assert {(t.miner_uid, t.agent_model) for t in archived} == {
+        (uid, f"reference/{policy_of[uid]}") for uid in uids.values()
+    }
+    assert {m.agent_model for m in result.miners} == {f"reference/{p}" for p in uids}
     for uid in uids.values():
         assert sorted(tasks_of[uid]) == sorted(result.task_ids)
         # The archived scores are score_round's, under the release's consensus bundle.
@@ -607,6 +613,57 @@ def recording(app: Any, seen: list[str]) -> Callable[..., Any]:
         await app(scope, replay, send)
 
     return tapped
+
+
+def with_card(app: Any, card: bytes) -> Callable[..., Any]:
+    """`app` answering ``GET /card`` with `card` (unsigned, unchecked), every other request
+    as itself: a miner that plays well and lies on its card."""
+    lying = raw_app(card)
+
+    async def served(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/card":
+            await lying(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return served
+
+
+def test_a_hostile_agent_card_costs_only_its_name_and_a_shown_one_is_kept_as_text(
+    catalog_dir: Path, tmp_path: Path
+) -> None:
+    cards = {
+        "bidi": {"model": "qwen\u202egnp.exe"},
+        "long": {"model": "m" * 10_000},
+        "newline": {"model": "a\nINFO forged log line"},
+        "not-json": "<html>",
+        "markup": {"model": "<script>alert(1)</script>[bold]x[/bold]", "revision": "r\"1"},
+    }
+    servers = {
+        k: BackgroundServer(with_card(
+            reference_app("careful", f"test-card-{k}"),
+            (v if isinstance(v, str) else json.dumps(v)).encode(),
+        )).start()
+        for k, v in cards.items()
+    }  # fmt: skip
+    subnet = Subnet()
+    try:
+        uids = {k: subnet.add_miner(LocalWallet.derive(f"test-card-{k}"), s.url)
+                for k, s in servers.items()}  # fmt: skip
+        result = one_round(make_validator(subnet, tmp_path, catalog_dir))
+    finally:
+        for s in servers.values():
+            s.stop(grace_s=0.1)
+    by_uid = {m.uid: m for m in result.miners}
+    archived = list(read_store(tmp_path / "archive"))
+    assert len(archived) == 4 * len(cards)
+    for name, uid in uids.items():
+        mine = [t for t in archived if t.miner_uid == uid]
+        assert by_uid[uid].episodes == 4 and by_uid[uid].score > 0, name  # played as ever
+        assert all(verify_trajectory(t, HotkeyVerifier()) for t in mine)
+        want = "<script>alert(1)</script>[bold]x[/bold]" if name == "markup" else None
+        assert {t.agent_model for t in mine} == {want} and by_uid[uid].agent_model == want, name
+    assert {t.agent_revision for t in archived if t.agent_model} == {'r"1'}
 
 
 def test_the_episode_id_sent_to_the_miner_is_the_archived_one(
