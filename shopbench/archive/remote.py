@@ -151,6 +151,11 @@ class UploadReport(BaseModel):
     embargoed: list[str] = Field(default_factory=list, description="not public yet, kept back")
     failed: dict[str, str] = Field(default_factory=dict, description="shard → last error")
     head: int | None = Field(default=None, description="the signed head's sequence, if sent now")
+    episodes: int = Field(default=0, description="episodes in the shards published now")
+    error: str | None = Field(
+        default=None, description="why the pass failed as a whole (the destination could not "
+        "be opened, the state not written); None when it ran",
+    )  # fmt: skip
 
 
 def _state_file(root: Path, url: str) -> Path:
@@ -173,7 +178,8 @@ class ShardUploader:
     """Publishes the sealed shards of the archive at `root` to `target`.
 
     ``is_public(manifest)`` decides what may leave the machine (the store's embargo); what it
-    refuses is kept back and reconsidered on every pass.
+    refuses is kept back and reconsidered on every pass. ``on_pass(report)`` is told what
+    each background pass did, a pass that failed as a whole included (its ``error`` set).
     """
 
     def __init__(
@@ -183,11 +189,13 @@ class ShardUploader:
         *,
         is_public: Callable[[ShardManifest], bool],
         config: UploadConfig | None = None,
+        on_pass: Callable[[UploadReport], None] | None = None,
     ) -> None:
         self.root = Path(root)
         self.target = target
         self.is_public = is_public
         self.config = config or UploadConfig()
+        self.on_pass = on_pass
         self._state_path = _state_file(self.root, target.url)
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -231,6 +239,7 @@ class ShardUploader:
                     state.uploaded[rel] = manifest.sha256
                     state.failures.pop(rel, None)
                     report.uploaded.append(rel)
+                    report.episodes += manifest.rows
                 else:
                     prior = state.failures.get(rel)
                     tries = (prior.attempts if prior else 0) + self.config.attempts
@@ -314,11 +323,14 @@ class ShardUploader:
     async def _run(self) -> None:
         while True:
             try:
-                await self.sync()
+                report = await self.sync()
             # A pass that fails as a whole (destination unreachable, state unwritable) must
             # not end the background task: the caller's rounds go on and the next pass retries.
             except Exception as e:
                 log.warning("archive: upload pass failed, will retry: %s", e)
+                report = UploadReport(error=f"{type(e).__name__}: {e}")
+            if self.on_pass is not None:
+                self.on_pass(report)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self.config.interval_s)
             self._wake.clear()

@@ -70,18 +70,21 @@ def request_restart(path: Path, request: RestartRequest) -> None:
 
 def read_restart_request(path: Path) -> RestartRequest | None:
     """The request at `path`, or None when there is none; a file that holds no request
-    model (an empty ``touch``, a line of text) is a request by hand."""
+    model (an empty ``touch``, a line of text) is a request by hand. A request without its
+    time is dated by the file's modification time."""
     try:
+        written = path.stat().st_mtime
         raw = path.read_text(errors="replace")
     except FileNotFoundError:
         return None
     except OSError as e:
         return RestartRequest(reason=f"the request file is there but unreadable ({e})")
     try:
-        return RestartRequest.model_validate_json(raw)
+        request = RestartRequest.model_validate_json(raw)
     except ValidationError:
         first = raw.strip().splitlines()[0][:200] if raw.strip() else ""
-        return RestartRequest(reason=first or "requested by hand (the file exists)")
+        request = RestartRequest(reason=first or "requested by hand (the file exists)")
+    return request if request.at else request.model_copy(update={"at": written})
 
 
 def take_restart_request(path: Path) -> RestartRequest | None:

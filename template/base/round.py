@@ -345,6 +345,11 @@ def _meter(
     for t in scored:
         metrics.episodes.labels("success" if t.success else "failure").inc()
         metrics.turns.inc(t.turns)
+        parts = t.judge.parts if t.judge is not None else None
+        if parts is not None and parts.fallback is not None:
+            metrics.judge_fallbacks.labels(parts.fallback.kind).inc()
+        elif parts is not None and parts.llm is not None:
+            metrics.llm_judged.inc()
     for reason, n in failures.items():
         metrics.failures.labels(reason).inc(n)
     for ms in lat:

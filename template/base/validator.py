@@ -14,6 +14,11 @@ Each round:
    them through the ``ChainClient`` (an unreachable or refusing chain is retried with
    backoff in later rounds);
 7. save the state atomically.
+
+Between rounds, and only there, the loop looks for the restart-request file
+(:mod:`template.base.restart`): when one was written after this process loaded its code, the
+validator saves its state, removes the file and returns, and the neuron exits with status 0
+for its process manager to start it again on the new code.
 """
 
 from __future__ import annotations
@@ -41,8 +46,9 @@ from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import LLMSampling
 from shopbench.scoring.round import RoundJudge
 from template.base.config import ValidatorConfig
-from template.base.metrics import ValidatorMetrics
+from template.base.metrics import MinerGauges, ValidatorMetrics
 from template.base.neuron import Backoff, NeuronError
+from template.base.restart import RestartRequest, read_restart_request, take_restart_request
 from template.base.rotation import CatalogRotator, RotationConfig
 from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
@@ -55,6 +61,9 @@ from template.transport import ClientConfig, MinerClient, MinerEndpoint
 log = logging.getLogger("template.validator")
 BLOCK_TIME_S = 12.0
 """Seconds per block, to estimate the head while the chain cannot be read."""
+CODE_LOADED_AT = time.time()
+"""When this process loaded the validator's code: a restart request older than this asked
+for code the process already runs."""
 
 
 def serving(metagraph: MetagraphView, own_hotkey: str) -> list[MinerEndpoint]:
@@ -119,8 +128,8 @@ class Validator:
         self.hotkey: str = wallet.hotkey.ss58_address
         self.signer: Signer = HotkeySigner.from_wallet(wallet)
         self.sink = sink or ArchiveStore(config.archive_dir, signer=self.signer)
-        self.uploader = _uploader(config, self.sink)
         self.metrics = metrics or ValidatorMetrics()
+        self.uploader = _uploader(config, self.sink, self.metrics)
         self.on_episode = on_episode
         self.on_archived = on_archived
         self.on_round = on_round
@@ -145,6 +154,7 @@ class Validator:
         self.block: int | None = None
         self._clock = clock
         self._block_read: tuple[int, float] | None = None  # (block, clock) of the last read
+        self._first_block: int | None = None  # the first head this process read
         self.env: ShoppingEnv | None = None
         self.bank: TaskBank | None = None
         self._keys: EpisodeKeys | None = None
@@ -244,6 +254,8 @@ class Validator:
         self.metagraph = graph
         self.block = graph.block
         self._block_read = (graph.block, self._clock())
+        if self._first_block is None:
+            self._first_block = graph.block
         reset = self.state.scores.observe({n.uid: n.hotkey for n in graph.neurons})
         for uid in reset:
             log.info("uid %d changed hotkey: its EMA starts again", uid, extra={"uid": uid})
@@ -366,6 +378,7 @@ class Validator:
         self.state.round += 1
         await self.maybe_set_weights()
         self.save()
+        self._meter_round()
         if self.on_round is not None:
             self.on_round(result)
         log.info(
@@ -374,6 +387,31 @@ class Validator:
             extra={"round": result.index, "archived": result.archived},
         )  # fmt: skip
         return result
+
+    def _meter_round(self) -> None:
+        """After a saved round: the head and the blocks since weights were set, and each
+        miner's score, EMA and weight (the uids the metagraph no longer holds dropped)."""
+        m = self.metrics
+        m.last_round.set(time.time())
+        if self.block is not None:
+            m.block.set(self.block)
+            since = self.state.last_weight_block
+            if since is None:
+                since = self._first_block if self._first_block is not None else self.block
+            m.blocks_since_weights.set(max(0, self.block - since))
+        present = (
+            {n.uid for n in self.metagraph.neurons if n.hotkey != self.hotkey}
+            if self.metagraph is not None else set(self.state.scores.miners)
+        )  # fmt: skip
+        book, weights = self.state.scores.miners, self.state.last_weights
+        m.set_miners({
+            uid: MinerGauges(
+                score=book[uid].last if uid in book else None,
+                ema=book[uid].ema if uid in book else 0.0,
+                weight=weights.get(uid, 0.0) if weights else None,
+            )
+            for uid in sorted(present & (set(book) | set(weights)))
+        })  # fmt: skip
 
     def _score_copies(self, result: RoundResult) -> RoundResult:
         """Remember each miner's decisions and mark those that copy an earlier-registered
@@ -419,12 +457,44 @@ class Validator:
             f"and played again at the next start); {saved}"
         )
 
-    async def run(self, rounds: int | None = None, stop: asyncio.Event | None = None) -> None:
-        """Start, then play rounds (`rounds` of them, or until `stop` is set)."""
+    def restart_requested(self) -> RestartRequest | None:
+        """The restart request waiting in ``--neuron.restart_file``, taken (the state saved
+        first, then the file removed), or None. A request written before this process loaded
+        its code asked for the code it runs: it is removed and None returned. Called between
+        rounds only: a round in flight is always finished first."""
+        path = self.config.restart_path
+        request = read_restart_request(path)
+        if request is None:
+            return None
+        if request.at < CODE_LOADED_AT:
+            take_restart_request(path)
+            log.info("restart request %s (%s) predates this start: already on that code",
+                     path, request.reason)  # fmt: skip
+            return None
+        self.save()
+        take_restart_request(path)
+        saved = (f"the state after round {self.state.round - 1} is saved"
+                 if self.state.round else "no round was played yet")  # fmt: skip
+        log.info(
+            "restart requested by %s (%s): stopping between rounds; %s; exiting for the "
+            "process manager to start the new code", request.by, request.reason, saved,
+            extra={"round": self.state.round, "restart": request.reason},
+        )  # fmt: skip
+        return request
+
+    async def run(
+        self, rounds: int | None = None, stop: asyncio.Event | None = None
+    ) -> RestartRequest | None:
+        """Start, then play rounds: `rounds` of them, or until `stop` is set, or until a
+        restart is requested between two rounds (that request is returned, the state saved
+        and the request file removed; otherwise None)."""
         stop = stop or asyncio.Event()
         await self.start()
         done = 0
         while (rounds is None or done < rounds) and not stop.is_set():
+            request = self.restart_requested()
+            if request is not None:
+                return request
             began = time.monotonic()
             await self.run_round()
             done += 1
@@ -432,11 +502,13 @@ class Validator:
             if wait > 0 and (rounds is None or done < rounds):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)
+        return None
 
 
 async def run_validator(config: ValidatorConfig) -> None:
     """The validator neuron: check the clock, load the wallet, serve metrics, loop until
-    SIGINT/SIGTERM (the round in flight is abandoned; the state of the last one is saved)."""
+    SIGINT/SIGTERM (the round in flight is abandoned; the state of the last one is saved) or
+    until a restart is requested between rounds (then it returns, and the process exits 0)."""
     import signal
 
     from template.base.neuron import load_wallet, make_chain, startup_clock_check
@@ -495,7 +567,9 @@ def _round_judge(config: ValidatorConfig, rubric: Judge) -> RoundJudge:
     return RoundJudge(rubric, llm, sampling, config.consensus.combine)
 
 
-def _uploader(config: ValidatorConfig, sink: ArchiveSink) -> ShardUploader | None:
+def _uploader(
+    config: ValidatorConfig, sink: ArchiveSink, metrics: ValidatorMetrics
+) -> ShardUploader | None:
     """The uploader of the store's sealed public shards to ``archive_url``, if one is set."""
     n = config.neuron
     if n.archive_url is None or not isinstance(sink, ArchiveStore):
@@ -504,4 +578,5 @@ def _uploader(config: ValidatorConfig, sink: ArchiveSink) -> ShardUploader | Non
     return ShardUploader(
         sink.root, RemoteTarget(url=n.archive_url, storage_options=options),
         is_public=sink.is_public, config=UploadConfig(interval_s=n.archive_upload_interval_s),
+        on_pass=metrics.observe_upload,
     )  # fmt: skip

@@ -17,6 +17,7 @@ from shopbench.archive.remote import (
     RemoteTarget,
     ShardUploader,
     UploadConfig,
+    UploadReport,
     parse_storage_options,
 )
 from shopbench.archive.shards import write_shard
@@ -62,8 +63,12 @@ def test_a_failed_upload_publishes_no_manifest_and_succeeds_on_a_later_pass(
             if check():
                 return
 
+    passes: list[UploadReport] = []
+
     async def scenario() -> None:
-        uploader = ShardUploader(root, target, is_public=everyone_public, config=config)
+        uploader = ShardUploader(
+            root, target, is_public=everyone_public, config=config, on_pass=passes.append
+        )
         uploader.start()  # the caller goes on; passes run beside it
         await until(lambda: len(uploader.state().uploaded) + len(uploader.state().failures) == 4)
         state = uploader.state()
@@ -77,6 +82,12 @@ def test_a_failed_upload_publishes_no_manifest_and_succeeds_on_a_later_pass(
         await uploader.close()
 
     asyncio.run(scenario())
+    # Each background pass said what it did: the blocked shard failed until it was cleared,
+    # and every shard and every one of its episodes went out once.
+    assert sum(len(p.uploaded) for p in passes) == 4
+    assert sum(p.episodes for p in passes) == sum(m.rows for m in manifests)
+    assert passes[0].failed.keys() == {manifests[0].path} and passes[-1].failed == {}
+    assert all(p.error is None for p in passes)
     # A fresh uploader reads the state from disk: all sent, nothing failed, nothing twice.
     fresh = ShardUploader(root, target, is_public=everyone_public)
     assert len(fresh.state().uploaded) == 4 and fresh.state().failures == {}
@@ -116,3 +127,28 @@ def test_storage_options_and_urls_are_checked() -> None:
         parse_storage_options(["anon"])
     with pytest.raises(RemoteError, match="cannot open 'nosuch://x'"):
         RemoteTarget(url="nosuch://x").open()
+
+
+def test_a_background_pass_that_fails_as_a_whole_is_reported_and_the_passes_go_on(
+    episodes: list[Trajectory], tmp_path: Path
+) -> None:
+    root = tmp_path / "archive"
+    write_shard(episodes[:6], root, signer=SIGNER)
+    passes: list[UploadReport] = []
+    uploader = ShardUploader(
+        root, RemoteTarget(url="nosuchstore://bucket/prefix"), is_public=everyone_public,
+        config=UploadConfig(interval_s=0.01), on_pass=passes.append,
+    )  # fmt: skip
+
+    async def scenario() -> None:
+        uploader.start()
+        for _ in range(250):
+            await asyncio.sleep(0.02)
+            if len(passes) >= 2:
+                break
+        await uploader.close()
+
+    asyncio.run(scenario())
+    assert len(passes) >= 2  # the first failure did not end the background task
+    assert all(p.uploaded == [] and p.error is not None for p in passes)
+    assert "nosuchstore" in (passes[0].error or "")

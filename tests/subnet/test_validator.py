@@ -712,6 +712,10 @@ def test_the_validator_publishes_its_sealed_public_shards_and_keeps_the_live_buc
     # This round's episodes are of the bucket still being asked: sealed locally, never sent.
     assert len(list(root.glob(SHARD_GLOB))) > 1
     assert sorted(p.relative_to(dest) for p in dest.glob(SHARD_GLOB)) == [Path(sealed.path)]
+    metrics = validator.metrics.render().decode()
+    assert "shopbench_validator_uploaded_shards_total 1.0" in metrics
+    assert "shopbench_validator_uploaded_episodes_total 1.0" in metrics
+    assert "shopbench_validator_upload_failures_total 0.0" in metrics
 
 
 def test_stopping_says_the_round_in_flight_and_what_it_leaves_unscored(

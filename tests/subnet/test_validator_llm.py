@@ -37,7 +37,13 @@ def test_validator_llm(honest: Any, catalog_dir: Path, tmp_path: Path, served: s
                 assert s["llm_fallback"] == 1.0 and "model_mismatch" in t.judge.notes[-1]
             else:
                 assert s["llm_fallback"] == 0.0 and "llm_score" in s
+    metrics = v.metrics.render().decode()
     if served == "other/model":
         assert fake.requests == [] and any("refused" in r.getMessage() for r in caplog.records)
+        # 2 sampled tasks x 3 miners fell back, each counted by its kind.
+        assert 'shopbench_validator_judge_fallbacks_total{kind="model_mismatch"} 6.0' in metrics
+        assert "shopbench_validator_llm_judged_total 0.0" in metrics
     else:
         assert len(fake.requests) == 2 * 3
+        assert "shopbench_validator_llm_judged_total 6.0" in metrics
+        assert 'shopbench_validator_judge_fallbacks_total{kind="model_mismatch"} 0.0' in metrics
