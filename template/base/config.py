@@ -51,8 +51,19 @@ class SubtensorConfig(_Section):
     """Which chain."""
 
     network: str = Field(
-        default="finney", description="finney, test, local, or a ws(s):// endpoint URL"
+        default="finney",
+        description="finney, test, local, a ws(s):// endpoint URL, or memory://HOST:PORT (a "
+        "development chain served by `shopbench chain serve`)",
     )
+
+    @field_validator("network")
+    @classmethod
+    def _known_network(cls, value: str) -> str:
+        from template.chain.memory_wire import is_memory_network, parse_url
+
+        if is_memory_network(value):
+            parse_url(value)  # ValueError naming the malformed address
+        return value
 
 
 class AxonConfig(_Section):
