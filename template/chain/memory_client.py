@@ -164,36 +164,36 @@ class RemoteMemorySubstrate:
 
     async def get_block(
         self, block_number: int | None = None, block_hash: str | None = None
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         number = block_number if block_number is not None else await self.block_number()
         return {"header": {"number": number, "hash": hash_of(number)}, "extrinsics": []}
 
     async def query(
-        self, module: str, storage_function: str, params: list | None = None,
+        self, module: str, storage_function: str, params: list[Any] | None = None,
         block_hash: str | None = None,
     ) -> Any:  # fmt: skip
         return await self._read("query", module, storage_function, list(params or []))
 
     async def map_has_entries(
-        self, module: str, storage_function: str, params: list, block_hash: str | None = None
+        self, module: str, storage_function: str, params: list[Any], block_hash: str | None = None
     ) -> bool:
         return bool(await self.query_map(module, storage_function, params))
 
     async def query_map(
-        self, module: str, storage_function: str, params: list | None = None,
+        self, module: str, storage_function: str, params: list[Any] | None = None,
         block_hash: str | None = None,
     ) -> list[tuple[Any, Any]]:  # fmt: skip
         rows = await self._read("query_map", module, storage_function, list(params or []))
-        return [tuple(row) for row in rows]  # type: ignore[misc]
+        return [(row[0], row[1]) for row in rows]
 
     async def query_batch(
-        self, module: str, storage_function: str, param_sets: list[list],
+        self, module: str, storage_function: str, param_sets: list[list[Any]],
         block_hash: str | None = None,
     ) -> list[Any]:  # fmt: skip
         return [await self.query(module, storage_function, p) for p in param_sets]
 
     async def runtime_call(
-        self, api: str, method: str, params: list, block_hash: str | None = None
+        self, api: str, method: str, params: list[Any], block_hash: str | None = None
     ) -> Any:
         return await self._read("runtime_call", api, method, list(params))
 
@@ -203,7 +203,7 @@ class RemoteMemorySubstrate:
     async def decode_scale(self, type_string: str, data: Any) -> Any:
         raise self._unmodelled(f"decoding of SCALE {type_string}")
 
-    async def blocks(self, *, finalized: bool = False) -> AsyncIterator[dict]:
+    async def blocks(self, *, finalized: bool = False) -> AsyncIterator[dict[str, Any]]:
         """Each new head as it is produced (polled)."""
         seen = await self.block_number() - 1
         while True:
@@ -213,7 +213,7 @@ class RemoteMemorySubstrate:
             seen = head
             await asyncio.sleep(min(self.block_time_s, 0.5))
 
-    async def events(self, block_hash: str | None = None) -> list[dict]:
+    async def events(self, block_hash: str | None = None) -> list[dict[str, Any]]:
         return list(await self._read("events", block_hash))
 
     # Substrate: calls, fees and writes -------------------------------------------------
@@ -225,7 +225,7 @@ class RemoteMemorySubstrate:
     async def estimate_fee(self, call: Any, keypair: Any) -> Balance:
         return Balance.from_rao(0)
 
-    async def estimate_weight(self, call: Any, keypair: Any) -> dict:
+    async def estimate_weight(self, call: Any, keypair: Any) -> dict[str, int]:
         return {"ref_time": 0, "proof_size": 0}
 
     async def account_next_index(self, address: str) -> int:

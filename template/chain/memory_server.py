@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from bittensor import ChainError
@@ -92,7 +92,7 @@ class MemoryChainService:
             raise KeyError(call.method)
         args, kwargs = decode(call.args), decode(call.kwargs)
         s = self.substrate
-        dev = {
+        dev: dict[str, Callable[..., Any]] = {
             "subnet_params": lambda n: s.params(int(n)).model_dump(),
             "subnet_uid": lambda n, hk: s.uid_of(int(n), str(hk)),
             "stored_weights": lambda n: {
