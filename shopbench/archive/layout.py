@@ -286,15 +286,15 @@ def with_late_columns(table: pa.Table) -> pa.Table:
 
 
 def scan_source_sql() -> str:
-    """The DuckDB source over one ``?`` list of shard files (read by column name) whose
-    columns are :data:`SCHEMA`'s in order, whatever layout each shard was written in: the
-    :data:`LATE_COLUMNS` a shard lacks are null. Filters and projections still reach each
-    file's scan."""
+    """The DuckDB source over one ``?`` list of shard files, their columns read by name,
+    in which every shard has the :data:`LATE_COLUMNS` (null where it was written before
+    them; such columns come after the file's own). Filters and projections still reach
+    each file's scan; a derived column a shard lacks is still missing, so a filter on it
+    is refused rather than answered wrongly."""
     late = ", ".join(f'NULL::VARCHAR AS "{name}"' for name in LATE_COLUMNS)
-    columns = ", ".join(f'"{name}"' for name in SCHEMA.names)
     return (
-        f"(SELECT {columns} FROM (SELECT * FROM read_parquet(?, hive_partitioning=false, "
-        f"union_by_name=true) UNION ALL BY NAME SELECT {late} WHERE false))"
+        "(SELECT * FROM read_parquet(?, hive_partitioning=false, union_by_name=true) "
+        f"UNION ALL BY NAME SELECT {late} WHERE false)"
     )
 
 

@@ -214,6 +214,13 @@ class _Steps:
         return self.steps
 
 
+def _agent_extra(t: Trajectory) -> dict[str, Any]:
+    out: dict[str, Any] = {"system_prompt_version": t.system_prompt_version}
+    if t.agent_revision is not None:
+        out["model_revision"] = t.agent_revision  # ATIF's agent has a model, not a revision
+    return out
+
+
 def _root_extra(t: Trajectory) -> dict[str, Any]:
     judge = None
     if t.judge is not None:
@@ -282,8 +289,8 @@ def to_atif(t: Trajectory) -> atif.Trajectory:
         session_id=t.episode_id,
         trajectory_id=t.episode_id,
         agent=models.Agent(
-            name=t.agent, version=shopbench.__version__, tool_definitions=t.tools,
-            extra={EXTRA_KEY: {"system_prompt_version": t.system_prompt_version}},
+            name=t.agent, version=shopbench.__version__, model_name=t.agent_model,
+            tool_definitions=t.tools, extra={EXTRA_KEY: _agent_extra(t)},
         ),
         steps=steps,
         notes=NOTES,

@@ -3,7 +3,8 @@
 :func:`miner_report` builds a :class:`MinerReport` from the archived trajectories of one
 miner (uid), so the numbers are testable without any HTML; the offline page
 (:mod:`shopbench.traces.api.report_page`) only lays them out. Every string a miner wrote
-(reasoning, content, tool arguments, the declared status, the agent's name), and every one
+(reasoning, content, tool arguments, the declared status, the agent's name and the model its
+card named), and every one
 that may quote it (the judge's evidence, the diagnosis's detail), is cut to
 :attr:`ReportConfig.max_text_chars` here, with control and bidirectional-override characters
 replaced, before any template sees it; the template escapes it.
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.chat import clip
 from shopbench.records.diagnosis import DIAGNOSIS_KINDS
-from shopbench.records.trajectory import Trajectory
+from shopbench.records.trajectory import MAX_AGENT_NAME_CHARS, Trajectory
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.traces.ema import RoundEma, ema_rounds
 
@@ -92,6 +93,7 @@ class EpisodeLine(BaseModel):
     intent: str
     query: str
     agent: str
+    model: str = Field(description="the model (and revision) the miner's agent card named")
     success: bool
     rule_score: float
     judge_score: float | None
@@ -145,6 +147,10 @@ class MinerReport(BaseModel):
     uid: int
     hotkeys: list[str]
     agents: list[str]
+    models: list[str] = Field(
+        description="each model (and revision) the miner's agent card named, as in its "
+        "episodes' signed records; empty when no record names one"
+    )
     validators: list[str]
     episodes: int
     successes: int
@@ -171,6 +177,16 @@ class MinerReport(BaseModel):
         return {g.gate: g.failed for g in self.gates if g.failed}
 
 
+def model_label(t: Trajectory) -> str:
+    """The model `t`'s record names, as a report shows it: ``model (revision)``, the model
+    alone, or ``""`` when the record names none (no card came, or an older record)."""
+    if t.agent_model is None:
+        return ""
+    if t.agent_revision is None:
+        return t.agent_model
+    return f"{t.agent_model} ({t.agent_revision})"
+
+
 def _line(t: Trajectory, limit: int) -> EpisodeLine:
     d = t.diagnosis
     judge = t.judge
@@ -192,7 +208,8 @@ def _line(t: Trajectory, limit: int) -> EpisodeLine:
                               content=cut(m.content, limit), calls=calls))  # fmt: skip
     return EpisodeLine(
         episode_id=t.episode_id, task_id=t.task_id, block=t.block, intent=t.intent,
-        query=cut(t.query, limit), agent=cut(t.agent, 120), success=t.success,
+        query=cut(t.query, limit), agent=cut(t.agent, 120),
+        model=cut(model_label(t), 2 * MAX_AGENT_NAME_CHARS + 3), success=t.success,
         rule_score=t.outcome.mean_rule, judge_score=judge.score if judge else None,
         score=t.score, turns=t.turns, tool_calls=t.tool_calls,
         termination=t.termination.value, termination_detail=cut(t.termination_detail, limit),
@@ -278,6 +295,7 @@ def miner_report(
     return MinerReport(
         uid=uid, hotkeys=distinct((t.miner_hotkey for t in mine), 120),
         agents=distinct((t.agent for t in mine), 120),
+        models=distinct((model_label(t) for t in mine), 2 * MAX_AGENT_NAME_CHARS + 3),
         validators=distinct((t.validator_hotkey for t in mine), 120),
         episodes=len(mine), successes=wins, asr=round(wins / len(mine), 6),
         mean_score=_mean(t.score or 0.0 for t in mine),

@@ -8,9 +8,11 @@
   ``tools`` (the function schemas offered), what ``apply_chat_template`` and TRL read;
 - ``eval``: an Inspect AI log (``.eval``, written with ``inspect_ai``'s own log API), one
   sample per episode: the conversation as Inspect chat messages, the final turn as the
-  output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, the ids in
-  the sample's metadata, and the log's results scored (each scorer's mean, success rate as
-  the headline), so Inspect's viewer shows them;
+  output, scores ``outcome`` (1 on success), ``rule``, ``judge`` and ``score``, the ids and
+  the agent (its name, and the model and revision its miner's card named) in the sample's
+  metadata, the model as the output's and, when the log holds one, the log's model, and
+  the log's results scored (each scorer's mean, success rate as the headline), so
+  Inspect's viewer shows them;
 - ``atif``: one ATIF v1.7 document per episode, one per line (:mod:`shopbench.traces.atif`).
 
 Which format is which, and which of these each uses: :mod:`shopbench.traces.formats`.
@@ -103,7 +105,7 @@ def parquet_chunks(tables: Iterable[pa.Table]) -> Iterator[bytes]:
     writer = pq.ParquetWriter(pa.PythonFile(sink, mode="w"), SCHEMA, compression="zstd")
     try:
         for table in tables:
-            writer.write_table(table.cast(SCHEMA))
+            writer.write_table(table.select(SCHEMA.names).cast(SCHEMA))  # in layout order
             if piece := sink.take():
                 yield piece
     finally:
@@ -155,6 +157,12 @@ def _inspect_messages(t: Trajectory) -> list[Any]:
     return out
 
 
+def _model(t: Trajectory) -> str:
+    """What Inspect names as an episode's model: the one its miner's card named, else the
+    agent's name (a local policy, or a record from before cards were kept)."""
+    return t.agent_model or t.agent
+
+
 def _sample(t: Trajectory) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput
@@ -163,7 +171,7 @@ def _sample(t: Trajectory) -> Any:
     messages = _inspect_messages(t)
     last = next((m for m in reversed(messages) if isinstance(m, ChatMessageAssistant)), None)
     output = ModelOutput(
-        model=t.agent,
+        model=_model(t),
         choices=[ChatCompletionChoice(
             message=last or ChatMessageAssistant(content=""), stop_reason="stop",
         )],
@@ -186,6 +194,7 @@ def _sample(t: Trajectory) -> Any:
             "task_id": t.task_id, "intent": t.intent, "split": t.split, "cluster": t.cluster,
             "validator_hotkey": t.validator_hotkey, "miner_uid": t.miner_uid,
             "miner_hotkey": t.miner_hotkey, "block": t.block, "epoch": t.epoch,
+            "agent": t.agent, "agent_model": t.agent_model, "agent_revision": t.agent_revision,
             "termination": t.termination.value, "turns": t.turns,
             "gates": t.judge.gates if t.judge is not None else {},
         },
@@ -229,6 +238,7 @@ def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") ->
     samples = [_sample(t) for t in trajectories]
 
     agents = sorted({t.agent for t in trajectories})
+    models = sorted({_model(t) for t in trajectories})
     starts = [t.timings.started_at for t in trajectories] or [0.0]
     ends = [t.timings.started_at + t.timings.total_ms / 1000 for t in trajectories] or [0.0]
     n = len(trajectories)
@@ -238,8 +248,8 @@ def eval_log(trajectories: list[Trajectory], task: str = "shopbench/archive") ->
             created=_iso(min(starts)), task=task,
             dataset=EvalDataset(name="shopbench-archive", samples=n,
                                 sample_ids=[t.episode_id for t in trajectories]),
-            model=agents[0] if len(agents) == 1 else "shopbench/miners",
-            config=EvalConfig(), metadata={"agents": agents},
+            model=models[0] if len(models) == 1 else "shopbench/miners",
+            config=EvalConfig(), metadata={"agents": agents, "models": models},
         ),
         results=EvalResults(total_samples=n, completed_samples=n, scores=_results(samples)),
         stats=EvalStats(started_at=_iso(min(starts)), completed_at=_iso(max(ends))),

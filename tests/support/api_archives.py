@@ -75,8 +75,10 @@ HOSTILE = " ".join(PAYLOADS)
 
 def hostile(arena_archive: Path, root: Path) -> tuple[Path, str]:
     """One arena episode whose every miner-written field (reasoning, content, tool
-    arguments, the agent's name) holds :data:`HOSTILE`, stored with the embargo lifted.
-    Returns the root and the episode's id."""
+    arguments, the agent's name) holds :data:`HOSTILE`, and the model and revision its
+    agent card named two of the :data:`PAYLOADS` (a card's limits let them through: each is
+    one printable line), stored with the embargo lifted. Returns the root and the episode's
+    id."""
     base = next(
         t
         for t in read_store(arena_archive)
@@ -98,7 +100,7 @@ def hostile(arena_archive: Path, root: Path) -> tuple[Path, str]:
     episode_id = "hostile0000000001"
     record = base.model_copy(update={
         "episode_id": episode_id, "messages": messages, "agent": HOSTILE[:200],
-        "status": HOSTILE[:100],
+        "status": HOSTILE[:100], "agent_model": PAYLOADS[1], "agent_revision": PAYLOADS[6],
     })  # fmt: skip
     return store([Trajectory.model_validate(record.model_dump())], root, lifted=True), episode_id
 

@@ -4,6 +4,7 @@ read back with their own readers, and ``traces pull`` against the service."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import socket
@@ -443,6 +444,8 @@ def test_pages_escape_miner_text_under_a_strict_policy(
             assert not [h for h in hrefs if h.startswith(("javascript:", "http:", "https:"))]
         view = c.get(f"/episodes/{episode}").text
         assert "&lt;script&gt;window.__pwned" in view and "Embargo lifted" in view
+        model = view.split('id="agent-model">', 1)[1].split("</span>", 1)[0]
+        assert html.unescape(model) == f"{PAYLOADS[1]} ({PAYLOADS[6]})"  # the card's, as text
         assert (
             Trajectory.model_validate(c.get(f"/v1/trajectories/{episode}").json()).agent
             == HOSTILE[:200]

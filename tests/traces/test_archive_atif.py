@@ -13,7 +13,15 @@ from typing import Any
 import atif
 import httpx
 import pytest
-from support.api_archives import HOSTILE, VALIDATOR, embargoed, hostile, run_arena, store
+from support.api_archives import (
+    HOSTILE,
+    PAYLOADS,
+    VALIDATOR,
+    embargoed,
+    hostile,
+    run_arena,
+    store,
+)
 from support.keyed_hash import KeyedHash
 from typer.testing import CliRunner
 
@@ -92,7 +100,11 @@ def test_the_whole_archive_exports_one_valid_atif_file_per_episode(
         assert doc.schema_version == "ATIF-v1.7" and doc.session_id == episode_id
         assert doc.agent.name == t.agent and doc.agent.version == shopbench.__version__
         assert doc.agent.tool_definitions == t.tools
-        assert ours(doc.agent.extra) == {"system_prompt_version": t.system_prompt_version}
+        # the model the miner's agent card named, where ATIF readers look for the model
+        assert t.agent_model is not None and t.agent_model.startswith("reference/")
+        assert doc.agent.model_name == t.agent_model and t.agent_revision is not None
+        assert ours(doc.agent.extra) == {"system_prompt_version": t.system_prompt_version,
+                                         "model_revision": t.agent_revision}  # fmt: skip
         assert doc.final_metrics is not None and doc.final_metrics.total_steps == len(doc.steps)
         assert ours({"shopbench": doc.final_metrics.extra["shopbench"]})["tool_calls"] == len(
             t.tool_log
@@ -284,6 +296,8 @@ def test_hostile_miner_text_survives_as_data(arena: Path, tmp_path: Path) -> Non
     assert [p.name for p in (tmp_path / "atif").glob("*.json")] == [f"{episode_id}.json"]
     doc = read_documents(tmp_path / "atif")[episode_id]
     assert doc.agent.name == HOSTILE[:200] and ours(doc.extra)["status"] == HOSTILE[:100]
+    assert doc.agent.model_name == PAYLOADS[1]  # the card's model, as data
+    assert ours(doc.agent.extra)["model_revision"] == PAYLOADS[6]
     agent = [s for s in doc.steps if s.source == "agent"]
     assert agent and all(s.message == HOSTILE and s.reasoning_content == HOSTILE for s in agent)
     calls = [c for s in agent for c in s.tool_calls or []]

@@ -145,6 +145,18 @@ def test_the_inspect_log_carries_its_scores_where_its_readers_look(
     assert scores["outcome"].scored_samples == 24
     with zipfile.ZipFile(io.BytesIO(exported["eval"].read_bytes())) as z:
         assert any(n.startswith("samples/") for n in z.namelist())
+    # The model each miner's agent card named: the log's (several here), each sample's own.
+    models = sorted({t.agent_model for t in records.values() if t.agent_model is not None})
+    assert len(models) == 3 and log.eval.model == "shopbench/miners"
+    assert log.eval.metadata is not None and log.eval.metadata["models"] == models
+    assert log.samples is not None and len(log.samples) == 24
+    for sample in log.samples:
+        t = records[str(sample.id)]
+        assert sample.output.model == t.agent_model
+        assert sample.metadata["agent"] == t.agent and sample.metadata["agent_model"] == (
+            t.agent_model
+        )
+        assert sample.metadata["agent_revision"] == t.agent_revision
 
 
 def test_sft_rows_tools_decode_for_apply_chat_template_and_stay_text_for_arrow(

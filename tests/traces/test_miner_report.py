@@ -16,10 +16,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from support.api_archives import HOSTILE, embargoed, hostile, run_arena
+from support.api_archives import HOSTILE, PAYLOADS, embargoed, hostile, run_arena
 from support.headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 from typer.testing import CliRunner
 
+import shopbench
 from shopbench.archive.store import read_store
 from shopbench.cli import app, main
 from shopbench.records.trajectory import Trajectory
@@ -202,6 +203,9 @@ def test_the_report_model_is_the_direct_computation(
         r = miner_report(uid, records)
         assert r is not None
         assert r.episodes == len(mine) and r.successes == sum(t.success for t in mine)
+        # the model each record names: the reference policy's card, revision the release's
+        assert r.models == [f"{row['model']} ({shopbench.__version__})"]
+        assert {line.model for line in r.lines} == set(r.models)
         assert r.asr == pytest.approx(row["asr"], abs=1e-6)
         assert r.ema == pytest.approx(row["ema"], abs=1e-6)
         assert r.ema_alpha == ConsensusConfig().ema_alpha and len(r.rounds) == 2
@@ -232,6 +236,9 @@ def test_hostile_miner_text_is_only_escaped_and_the_file_loads_nothing(
     assert page.text_by_id["episode-count"].strip() == "1"
     assert "<script" not in html.lower() and "<iframe" not in html.lower()
     assert "&lt;script&gt;window.__pwned" in html  # the miner's text, shown as text
+    # the model its card named, in the header and on the episode, as text too
+    assert page.text_by_id["models"].strip() == f"{PAYLOADS[1]} ({PAYLOADS[6]})"
+    assert html.count("&lt;img src=&#34;http://evil.example/x.png&#34;") >= 2
     for tag, attrs in page.tags:
         assert tag not in ("script", "img", "iframe", "link", "object", "embed", "base", "form")
         assert "style" not in attrs and "src" not in attrs, tag
