@@ -43,6 +43,9 @@ GATE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 """What a judge gate's name looks like (the rubric's names: lower case, digits, ``_``)."""
 CONSTRAINT_PATTERN = r"^[a-z_]{1,32}(:[^\x00-\x1f\x7f,]{1,96})?$"
 """What a diagnosis's failing constraint looks like: ``price``, ``attribute:<name>`` …"""
+EPISODE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+"""What an episode id looks like (the archive's ids are hex digests; an id of any other
+shape matches no episode and is refused as a filter)."""
 
 
 BIGINT_MAX = 2**63 - 1
@@ -80,6 +83,9 @@ class TraceFilter(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    episode_id: list[Annotated[str, StringConstraints(pattern=EPISODE_ID_PATTERN)]] | None = (
+        Field(default=None, description="episode ids (an empty list matches none)")
+    )
     block_min: WholeNumber | None = Field(default=None, description="first block (inclusive)")
     block_max: WholeNumber | None = Field(default=None, description="last block (inclusive)")
     epoch_min: WholeNumber | None = Field(default=None, description="first epoch (inclusive)")

@@ -42,7 +42,7 @@ _LISTS: tuple[tuple[str, str], ...] = (
     ("intent", "intent"), ("cluster", "cluster"), ("miner_uid", "miner_uid"),
     ("miner_hotkey", "miner_hotkey"), ("validator", "validator_hotkey"), ("agent", "agent"),
     ("judge_id", "judge_id"), ("termination", "termination"), ("failure", "failure"),
-    ("failure_constraint", "failure_constraint"),
+    ("failure_constraint", "failure_constraint"), ("episode_id", "episode_id"),
 )  # fmt: skip
 
 
@@ -111,7 +111,9 @@ def where_clause(f: TraceFilter) -> tuple[str, list[Any]]:
             params.append(value)
     for field, column in _LISTS:
         values = getattr(f, field)
-        if values is not None:
+        if values is not None and not values:
+            terms.append("FALSE")  # none of no values: `IN ()` is no SQL
+        elif values is not None:
             terms.append(f'"{column}" IN ({", ".join("?" for _ in values)})')
             params.extend(str(v) if column != "miner_uid" else v for v in values)
     if f.success is not None:

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -567,6 +568,9 @@ class Shown(BaseModel):
     max_per_annotator: int
 
 
+_SHELVES = itertools.count(1)
+
+
 class AnnotationShelf:
     """The live annotations of an archive as one read left them, indexed by episode, then
     record (``record_sha256``), then annotator, each annotator's oldest first: what one
@@ -575,10 +579,30 @@ class AnnotationShelf:
 
     def __init__(self, entries: Sequence[Entry], settings: AnnotationSettings) -> None:
         self.settings = settings
+        self.generation = next(_SHELVES)
+        """Which shelf this is: a later one has a higher number (for caches of what was
+        derived from one)."""
         self._index: dict[str, dict[str, dict[str, list[Entry]]]] = {}
+        self._labelled: dict[str, set[str]] = {}
         for aid, a in sorted(live_entries(entries), key=lambda e: (e[1].created_at, e[0])):
             by_record = self._index.setdefault(a.episode_id, {})
             by_record.setdefault(a.record_sha256, {}).setdefault(a.annotator, []).append((aid, a))
+            self._labelled.setdefault(a.label, set()).add(a.episode_id)
+
+    def annotated(self) -> list[str]:
+        """Ids of the episodes some live annotation names (on whatever record), sorted."""
+        return sorted(self._index)
+
+    def labels(self, episodes: Collection[str] | None = None) -> list[str]:
+        """The labels of the live annotations (of `episodes` only, when given), sorted."""
+        if episodes is None:
+            return sorted(self._labelled)
+        return sorted(x for x, ids in self._labelled.items() if not ids.isdisjoint(episodes))
+
+    def labelled(self, labels: Iterable[str]) -> list[str]:
+        """Ids of the episodes some live annotation labels with one of `labels` (on whatever
+        record, shown or past the cap: :meth:`shown` decides what a record shows), sorted."""
+        return sorted(set().union(*(self._labelled.get(x, set()) for x in labels)))
 
     def has(self, episode_id: str) -> bool:
         """Whether any live annotation names `episode_id` (on whatever record)."""

@@ -35,6 +35,7 @@ def test_cli_text_becomes_typed_filters() -> None:
         ({"miner_uid": "1,a"}, ["--miner-uid", "'a'", "integer"]),
         ({"block_min": "10", "block_max": "5"}, ["--block-min 10", "--block-max 5"]),
         ({"limit": "0"}, ["--limit"]),
+        ({"episode_id": "0e99b903,a b"}, ["--episode-id", "'a b'", "pattern"]),
         ({"colour": "red"}, ["--colour", "--intent", "--score-min"]),
     ],
 )

@@ -91,6 +91,21 @@ def test_a_query_selects_what_a_scan_of_the_records_selects(
     assert got == _scan(records, keep)
 
 
+def test_an_episode_id_filter_selects_those_episodes_and_an_empty_one_none(
+    archive: tuple[Path, list[Trajectory]],
+) -> None:
+    root, records = archive
+    picked = {r.episode_id for r in records[::97]}
+    asked = TraceFilter.parse({"episode_id": ",".join([*sorted(picked), "nowhere"])})
+    got = query(root, asked).column("episode_id").to_pylist()
+    assert got == _scan(records, lambda r: r.episode_id in picked) and len(got) == len(picked)
+    shop = TraceFilter.parse({"episode_id": ",".join(sorted(picked)), "intent": "shop"})
+    assert query(root, shop).column("episode_id").to_pylist() == _scan(
+        records, lambda r: r.episode_id in picked and r.intent == "shop"
+    )
+    assert query(root, TraceFilter(episode_id=[])).num_rows == 0
+
+
 def test_rows_come_back_as_the_records_that_were_sealed(
     archive: tuple[Path, list[Trajectory]],
 ) -> None:

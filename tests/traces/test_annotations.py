@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -218,6 +219,74 @@ def test_the_api_and_the_pages_show_the_annotations(
         assert "reward-hack" not in first
 
 
+def test_the_list_filters_by_label(
+    annotated: tuple[Path, Trajectory, dict[str, str]], wallets: Path
+) -> None:
+    root, t, _ = annotated
+    ordered = sorted(_records(root).values(), key=lambda x: (x.block or -1, x.episode_id))
+    u, v, w = [x for x in ordered if x.episode_id != t.episode_id][:3]
+    bad = _annotate(root, wallets, u.episode_id, "--label", "bad", who="annotator-b")
+    assert bad.exit_code == 0, bad.output
+    # v: a "good" made on another record; w: a "good" retracted. Neither is listed as good.
+    b_signer = HotkeySigner.from_wallet(write_local_wallet(wallets, "annotator-b"))
+    other = Annotation(episode_id=v.episode_id, label="good", annotator=b_signer.hotkey,
+                       created_at=datetime.now(UTC), record_sha256="0" * 64)  # fmt: skip
+    append_annotation(root, other.model_copy(
+        update={"signature": b_signer.sign(other.signing_bytes())}))  # fmt: skip
+    made = _annotate(root, wallets, w.episode_id, "--label", "good", who="annotator-b")
+    made_id = made.stdout.split("(id ")[1].split(")")[0]
+    retracted = _annotate(root, wallets, w.episode_id, "--retract", made_id, who="annotator-b")
+    assert retracted.exit_code == 0, retracted.output
+    both = [x.episode_id for x in ordered if x.episode_id in (t.episode_id, u.episode_id)]
+
+    with _client(root) as client:
+
+        def listed(**params: object) -> list[str]:
+            answer = client.get("/v1/trajectories", params={"limit": 500, **params})
+            assert answer.status_code == 200, answer.text
+            return [i["episode_id"] for i in answer.json()["items"]]
+
+        assert listed(label="good") == [t.episode_id]
+        assert listed(label="reward-hack") == [t.episode_id]  # a turn's label
+        assert listed(label="good,bad") == both == listed(label=["bad", "good"])
+        assert listed(label="needs-review") == []
+        assert listed(label="bad", intent=next(x.intent for x in ordered
+                                               if x.intent != u.intent)) == []  # fmt: skip
+        assert listed(label="good,bad", episode_id=u.episode_id) == [u.episode_id]
+        first = client.get("/v1/trajectories", params={"label": "good,bad", "limit": 1}).json()
+        assert [i["episode_id"] for i in first["items"]] == both[:1]
+        rest = client.get("/v1/trajectories", params={
+            "label": "good,bad", "limit": 1, "cursor": first["next_cursor"]}).json()  # fmt: skip
+        assert [i["episode_id"] for i in rest["items"]] == both[1:] and rest["next_cursor"] is None
+        exported = client.get("/v1/trajectories", params={"label": "bad", "format": "jsonl"})
+        lines = exported.text.splitlines()
+        assert [Trajectory.model_validate_json(x).episode_id for x in lines] == [u.episode_id]
+        assert client.get("/v1/stats", params={"label": "good,bad"}).json()["episodes"] == 2
+        board = client.get("/v1/leaderboard", params={"label": "bad"}).json()
+        assert [(m["uid"], m["episodes"]) for m in board["miners"]] == [(u.miner_uid, 1)]
+
+        refused = client.get("/v1/trajectories", params={"label": "<script>alert(1)</script>"})
+        assert refused.status_code == 422
+        detail = refused.json()["detail"][0]
+        assert detail["loc"] == ["query", "label"]
+        assert "an annotation label is a short slug" in detail["msg"]
+        one = client.get(f"/v1/trajectories/{t.episode_id}", params={"label": "good"})
+        assert one.status_code == 422 and one.json()["detail"][0]["loc"] == ["query", "label"]
+
+        page = client.get("/episodes", params={"label": "bad"}).text
+        rows = page.split("<tbody>")[1].split("</tbody>")[0]
+        assert re.findall(r'href="/episodes/([^"]+)"', rows) == [u.episode_id]
+        select = page.split('<select name="label">')[1].split("</select>")[0]
+        assert re.findall(r'<option value="([^"]*)"', select) == ["", "bad", "good", "reward-hack"]
+        assert re.findall(r'<option value="([^"]*)" selected', select) == ["bad"]
+        assert "label=bad" in page.split('class="exports"')[1].split("</p>")[0]
+
+        hostile = client.get("/episodes", params={"label": '<img src=x onerror="alert(1)">'},
+                             headers={"accept": "text/html"})  # fmt: skip
+        assert hostile.status_code == 422
+        assert "<img" not in hostile.text and "&lt;img src=x onerror=" in hostile.text
+
+
 def test_the_service_can_show_only_the_annotators_it_names(
     annotated: tuple[Path, Trajectory, dict[str, str]], wallets: Path
 ) -> None:
@@ -404,6 +473,8 @@ def test_the_embargo_hides_annotations_of_the_live_bucket(
         assert client.get(f"/v1/episodes/{public}/annotations").json()["annotations"]
         items = client.get("/v1/trajectories", params={"limit": 500}).json()["items"]
         assert hidden not in {i["episode_id"] for i in items}
+        labelled = client.get("/v1/trajectories", params={"label": "needs-review"}).json()
+        assert [i["episode_id"] for i in labelled["items"]] == [public]
         assert "needs-review" in client.get("/episodes", params={"limit": 500}).text
         assert client.get(f"/episodes/{hidden}").status_code == 404
     out = tmp_path / "out.jsonl"

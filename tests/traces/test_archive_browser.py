@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from support.api_archives import DIVERGES_AT, diverging, hostile, run_arena, store
+from support.api_archives import DIVERGES_AT, HOSTILE, diverging, hostile, run_arena, store
 from support.headless import AVAILABLE, MISSING, attack_effects, chromium, screenshot
 
 from shopbench.archive.store import read_store
@@ -180,6 +180,78 @@ def test_annotations_show_in_the_list_and_on_the_episode(
         assert note.text == "recommended before any search <b>bold?</b>"  # text, not markup
         assert not turn.find_elements(By.CSS_SELECTOR, ".annotation b")
         _shot(browser, "episode-annotations.png")
+
+
+def _fits(driver) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the page is no wider than the window (nothing to scroll sideways)."""
+    return bool(driver.execute_script(
+        "const d = document.documentElement;"
+        "return d.scrollWidth <= d.clientWidth && d.clientWidth <= window.innerWidth"
+    ))  # fmt: skip
+
+
+def test_the_list_filters_by_label_and_fits_a_1366_px_screen(
+    browser, arena_root: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from shopbench.traces.annotations import (
+        MAX_NOTE_CHARS,
+        AnnotationBook,
+        annotate,
+        append_annotation,
+    )
+    from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
+
+    root, episode = hostile(arena_root, tmp_path / "labelled")
+    store(list(read_store(arena_root)), root, lifted=True)  # the arena's rows beside it
+    records = {t.episode_id: t for t in read_store(root)}
+    signer = HotkeySigner.from_wallet(LocalWallet.derive("browser-annotator"))
+    calm = min(x for x in records if x != episode)
+    for target, label in ((episode, "reward-hack"), (calm, "needs-review")):
+        note = HOSTILE[:MAX_NOTE_CHARS] if target == episode else ""
+        append_annotation(root, annotate(records[target], signer, label=label, note=note))
+    app = create_app(ApiConfig(root=str(root)), annotations=AnnotationBook(root, HotkeyVerifier()))
+    browser.set_window_size(1366, 768)
+    try:
+        with serving(app) as url:
+            browser.get(url + "/episodes?limit=500")
+            assert browser.execute_script("return window.innerWidth") == 1366
+            rows = browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+            assert len(rows) == len(records)  # every row, the hostile agent name's too
+            assert _fits(browser)
+
+            label = Select(browser.find_element(By.NAME, "label"))
+            assert [o.get_attribute("value") for o in label.options] == [
+                "", "needs-review", "reward-hack",
+            ]  # fmt: skip
+            label.select_by_value("reward-hack")
+            browser.find_element(By.ID, "apply").click()
+            WebDriverWait(browser, 15).until(lambda d: "label=reward-hack" in d.current_url)
+            listed = browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr")
+            assert [r.find_element(By.CSS_SELECTOR, "td a").text for r in listed] == [episode]
+            chips = listed[0].find_elements(By.CSS_SELECTOR, "td.labels .label")
+            assert [c.text for c in chips] == ["reward-hack"]
+            kept = Select(browser.find_element(By.NAME, "label")).first_selected_option
+            assert kept.get_attribute("value") == "reward-hack"  # the form keeps its choice
+            injected = attack_effects(browser, "img, iframe, #injected, svg [onload]")
+            assert injected[0] == 0
+            assert _fits(browser)
+
+            for path in ("/", f"/episodes/{episode}", f"/tasks/{records[episode].task_id}"):
+                browser.get(url + path)
+                assert attack_effects(browser, "img, iframe, #injected, svg [onload]")[0] == 0
+
+            browser.get(url + "/episodes?label=%3Cscript%3Ewindow.__pwned%3D1%3C/script%3E")
+            assert "an annotation label is a short slug" in browser.find_element(
+                By.CSS_SELECTOR, "p.error"
+            ).text  # fmt: skip
+            assert "<script>window.__pwned=1</script>" in browser.find_element(By.TAG_NAME,
+                                                                               "main").text
+            assert attack_effects(browser, "img, iframe, #injected, svg [onload]")[0] == 0
+    finally:
+        browser.set_window_size(1400, 1000)
 
 
 def test_the_task_page_opens_a_diff_that_marks_the_first_divergence(

@@ -13,12 +13,18 @@ verifier for annotations shows none.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from shopbench.archive.errors import FilterError
+from shopbench.archive.filters import TraceFilter
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.annotations import (
+    LABEL_PATTERN,
+    MAX_LABEL_CHARS,
     Annotation,
     AnnotationBook,
     AnnotationSettings,
@@ -26,6 +32,12 @@ from shopbench.traces.annotations import (
     record_digest,
 )
 from shopbench.traces.api.index import ArchiveIndex
+
+LABEL_PARAMETER = "label"
+"""The list routes' annotation filter: the episodes a shown annotation labels with one of
+its values (comma-separated, or the parameter repeated)."""
+_BOUND_BATCH = 256
+"""Labelled episodes read at once to check their annotations against their records."""
 
 
 class ShownAnnotation(BaseModel):
@@ -107,3 +119,70 @@ def by_turn(annotations: list[Annotation]) -> dict[int | None, list[Annotation]]
     for a in annotations:
         out.setdefault(a.turn, []).append(a)
     return out
+
+
+def parse_labels(values: Sequence[str]) -> list[str]:
+    """The labels of the ``label`` parameter's values (each comma-separated), distinct and
+    sorted; FilterError naming ``label`` for one that is no annotation label."""
+    labels = {x.strip() for v in values for x in v.split(",") if x.strip()}
+    for label in sorted(labels):
+        if not re.fullmatch(LABEL_PATTERN, label):
+            reason = (
+                f"{label[:40]!r} refused: an annotation label is a short slug (lowercase "
+                f"letters, digits and '-', starting with a letter, at most {MAX_LABEL_CHARS})"
+            )
+            raise FilterError(f"label {reason}", filter=LABEL_PARAMETER, reason=reason)
+    return sorted(labels)
+
+
+def labelled_ids(
+    index: ArchiveIndex, book: AnnotationBook | None, labels: Sequence[str]
+) -> list[str]:
+    """Ids of the served episodes (the embargo applied) that show an annotation labelled
+    one of `labels` — verified, not retracted, made on exactly the record served, within its
+    annotator's cap: what the episode's row and page show —, sorted. Kept until the
+    annotations, the shards or the embargo change."""
+    if book is None or not labels:
+        return []
+    shelf = book.current()
+    wanted = sorted(set(labels))
+
+    def compute() -> list[str]:
+        candidates = shelf.labelled(wanted)
+        out: list[str] = []
+        for start in range(0, len(candidates), _BOUND_BATCH):
+            for t in index.trajectories(candidates[start : start + _BOUND_BATCH]):
+                if any(a.label in wanted for a in shelf.shown(t).annotations):
+                    out.append(t.episode_id)
+        return sorted(out)
+
+    name = f"labelled:{shelf.generation}:{','.join(wanted)}"
+    return index.memo(name, TraceFilter(), compute)
+
+
+def label_choices(index: ArchiveIndex, book: AnnotationBook | None) -> list[str]:
+    """The labels a list can be filtered by: those of the live annotations of the episodes
+    the service serves (an embargoed episode's labels are not offered), sorted. Kept until
+    the annotations, the shards or the embargo change."""
+    if book is None:
+        return []
+    shelf = book.current()
+
+    def compute() -> list[str]:
+        return shelf.labels(index.served(shelf.annotated()))
+
+    return index.memo(f"label_choices:{shelf.generation}", TraceFilter(), compute)
+
+
+def with_labels(
+    index: ArchiveIndex, book: AnnotationBook | None, filters: TraceFilter, labels: Sequence[str]
+) -> TraceFilter:
+    """`filters` narrowed to the episodes :func:`labelled_ids` finds (`filters` itself when
+    no label is asked for; no episode at all when none is labelled so)."""
+    if not labels:
+        return filters
+    ids = labelled_ids(index, book, labels)
+    if filters.episode_id is not None:
+        asked = set(filters.episode_id)
+        ids = [i for i in ids if i in asked]
+    return filters.model_copy(update={"episode_id": ids})

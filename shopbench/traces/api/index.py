@@ -198,6 +198,31 @@ class ArchiveIndex:
         found = self._located("episode_id = ?", [episode_id])
         return found[0] if found else None
 
+    def trajectories(self, episode_ids: Sequence[str]) -> list[Trajectory]:
+        """The episodes of `episode_ids` the service serves (unknown and embargoed ones left
+        out alike), in shard order: one read per shard that holds some."""
+        if not episode_ids:
+            return []
+        return self._located("episode_id IN (SELECT unnest(?))", [list(episode_ids)])
+
+    def served(self, episode_ids: Sequence[str]) -> set[str]:
+        """Those of `episode_ids` the service serves (the embargo applied), read from the id
+        index alone (no shard is opened)."""
+        if not episode_ids:
+            return set()
+        self.refresh()
+        embargo, embargo_params = self.view().sql()
+        rows = (
+            self._con.cursor()
+            .execute(
+                f"SELECT DISTINCT episode_id FROM ids WHERE episode_id IN (SELECT unnest(?)) "
+                f"AND ({embargo})",
+                [list(episode_ids), *embargo_params],
+            )
+            .fetchall()
+        )
+        return {str(r[0]) for r in rows}
+
     def task(self, task_id: str) -> list[Trajectory]:
         """Every public episode of task `task_id`, by block then miner uid."""
         found = self._located("task_id = ?", [task_id])

@@ -20,9 +20,9 @@ from shopbench.archive.filters import TraceFilter, allowed_values
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.annotations import AnnotationBook
-from shopbench.traces.api.annotated import by_turn, label_rows, shown_of
+from shopbench.traces.api.annotated import by_turn, label_choices, label_rows, shown_of
 from shopbench.traces.api.index import ArchiveIndex
-from shopbench.traces.api.routes import ID_PATTERN, encode_cursor, read_request
+from shopbench.traces.api.routes import ID_PATTERN, encode_cursor, read_listing
 from shopbench.traces.api.summary import Leaderboard, leaderboard, stats
 from shopbench.traces.api.templating import env, pretty, unreadable
 from shopbench.traces.formats import FORMATS
@@ -34,7 +34,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
            "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
 FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "failure", "failure_constraint",
                "tool_error", "score_min", "score_max", "text", "slow_turn_ms",
-               "gate_failed")  # fmt: skip
+               "gate_failed", "label")  # fmt: skip
 
 def render(index: ArchiveIndex, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Template `name` with `context` and the embargo banner's state."""
@@ -117,11 +117,13 @@ def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
             for k, v in t.judge.gates.items()]  # fmt: skip
 
 
-def filter_choices(index: ArchiveIndex) -> dict[str, list[str]]:
+def filter_choices(index: ArchiveIndex, annotations: AnnotationBook | None) -> dict[str, list[str]]:
     """The list form's choices: the closed sets of the termination, diagnosis and tool-error
-    filters, and the failing constraints the public archive holds."""
+    filters, the failing constraints the public archive holds, and the labels of the
+    served episodes' annotations."""
     closed = {name: allowed_values(name) or [] for name in ("termination", "failure", "tool_error")}
-    return {**closed, "failure_constraint": index.failure_constraints()}
+    return {**closed, "failure_constraint": index.failure_constraints(),
+            "label": label_choices(index, annotations)}  # fmt: skip
 
 
 def _query_string(values: dict[str, Any], **extra: Any) -> str:
@@ -142,9 +144,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
 
     @pages.get("/episodes", response_class=HTMLResponse)
     def list_page(request: Request) -> HTMLResponse:
-        r = read_request(
-            request, formats=("json",), max_limit=max_page_size, default_limit=page_size
-        )
+        r = read_listing(request, index, annotations, formats=("json",),
+                         max_limit=max_page_size, default_limit=page_size)  # fmt: skip
         values = {k: request.query_params.get(k) for k in FORM_FIELDS}
         rows, nxt = index.page(r.filters, limit=r.limit or page_size, after=r.cursor)
         label_rows(index, annotations, rows)
@@ -153,7 +154,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
         gates = index.gate_names()
         return render(index, "episodes.html", rows=rows, values=values, next_qs=next_qs,
                       filters_qs=filters_qs, gates=gates,
-                      choices=filter_choices(index))  # fmt: skip
+                      choices=filter_choices(index, annotations))  # fmt: skip
 
     @pages.get("/episodes/{episode_id}", response_class=HTMLResponse)
     def episode_page(episode_id: str = Path(pattern=ID_PATTERN, max_length=128)) -> HTMLResponse:

@@ -3,9 +3,11 @@
 Filters are the archive's :class:`~shopbench.archive.filters.TraceFilter`, read from the
 query string by :func:`read_request` (a list filter takes a comma-separated value or the
 parameter repeated); anything else in the query string but ``cursor``, ``limit`` and
-``format`` is an unknown filter. Every malformed parameter is a 422 naming it and, where
-they are a closed set, the allowed values. An episode or task that does not exist and one
-that is embargoed get the same 404, so the embargo does not reveal what it hides.
+``format`` is an unknown filter. The list routes take one more filter, ``label``: the
+episodes a shown annotation labels so (:func:`read_listing`). Every malformed parameter is
+a 422 naming it and, where they are a closed set, the allowed values. An episode or task
+that does not exist and one that is embargoed get the same 404, so the embargo does not
+reveal what it hides.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from shopbench.archive.layout import from_table, record_json_sql
 from shopbench.archive.manifest import ShardManifest
 from shopbench.archive.query import Cursor
 from shopbench.traces.annotations import AnnotationBook
-from shopbench.traces.api.annotated import EpisodeAnnotations, episode_annotations, label_rows
+from shopbench.traces.api.annotated import (
+    LABEL_PARAMETER,
+    EpisodeAnnotations,
+    episode_annotations,
+    label_rows,
+    parse_labels,
+    with_labels,
+)
 from shopbench.traces.api.index import ArchiveIndex
 from shopbench.traces.api.summary import Leaderboard, Stats, leaderboard, stats
 from shopbench.traces.atif import atif_file_name, atif_line
@@ -72,6 +81,9 @@ class ListRequest(BaseModel):
     cursor: Cursor | None
     limit: int | None
     format: str
+    labels: list[str] = []
+    """The ``label`` filter's labels (only where the route reads them: :func:`read_listing`,
+    which narrows :attr:`filters` to them)."""
 
 
 def encode_cursor(cursor: Cursor) -> str:
@@ -101,16 +113,22 @@ def read_request(
     formats: tuple[str, ...],
     max_limit: int | None,
     default_limit: int | None,
+    labels: bool = False,
 ) -> ListRequest:
     """The filters and paging of `request`'s query string (FilterError names what is wrong,
     before any query runs); ``limit`` is at most `max_limit`, or the filters' own
-    :data:`~shopbench.archive.filters.MAX_LIMIT` when `max_limit` is None."""
+    :data:`~shopbench.archive.filters.MAX_LIMIT` when `max_limit` is None. With `labels`, the
+    ``label`` parameter is read into :attr:`ListRequest.labels`; without, it is an unknown
+    filter."""
     values: dict[str, Any] = {}
     page: dict[str, str] = {}
+    label_values: list[str] = []
     for key, value in request.query_params.multi_items():
         if value == "":
             continue  # an empty field of the browser's form: not set
-        if key in PAGE_PARAMETERS:
+        if labels and key == LABEL_PARAMETER:
+            label_values.append(value)
+        elif key in PAGE_PARAMETERS:
             if key in page:
                 raise FilterError(f"parameter {key} given twice", filter=key)
             page[key] = value
@@ -136,17 +154,40 @@ def read_request(
             reason = f"{page['limit'][:40]!r} refused: a whole number from 1 to {top}"
             raise FilterError(f"limit {reason}", filter="limit", reason=reason)
     cursor = decode_cursor(page["cursor"]) if "cursor" in page else None
-    return ListRequest(filters=TraceFilter.parse(values), cursor=cursor, limit=limit, format=fmt)
+    return ListRequest(filters=TraceFilter.parse(values), cursor=cursor, limit=limit, format=fmt,
+                       labels=parse_labels(label_values))  # fmt: skip
+
+
+def read_listing(
+    request: Request,
+    index: ArchiveIndex,
+    annotations: AnnotationBook | None,
+    *,
+    formats: tuple[str, ...],
+    max_limit: int | None,
+    default_limit: int | None,
+) -> ListRequest:
+    """:func:`read_request` for a list route: its filters, narrowed to the episodes the
+    ``label`` parameter asks for (:func:`~shopbench.traces.api.annotated.with_labels`: a
+    shown annotation of the served record carries one of its labels)."""
+    r = read_request(request, formats=formats, max_limit=max_limit,
+                     default_limit=default_limit, labels=True)  # fmt: skip
+    narrowed = with_labels(index, annotations, r.filters, r.labels)
+    return r.model_copy(update={"filters": narrowed})
 
 
 def filter_parameters() -> list[dict[str, Any]]:
     """The filters as OpenAPI query parameters (the routes read them from the raw query
     string, so FastAPI does not see them)."""
+    label = {"name": LABEL_PARAMETER, "in": "query", "required": False,
+             "schema": {"type": "string"},
+             "description": "annotation labels: episodes a shown annotation labels so"}
     return [
-        {"name": name, "in": "query", "required": False, "description": field.description,
-         "schema": {"type": "string"}}
-        for name, field in TraceFilter.model_fields.items()
-        if name != "limit"
+        *({"name": name, "in": "query", "required": False, "description": field.description,
+           "schema": {"type": "string"}}
+          for name, field in TraceFilter.model_fields.items()
+          if name != "limit"),
+        label,
     ]  # fmt: skip
 
 
@@ -194,7 +235,8 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
         every match in an export format: streamed (JSONL records, Parquet, chat rows,
         ShoppingBench traces, ATIF documents one per line), or one Inspect ``.eval`` log (at
         most ``max_eval_samples``)."""
-        r = read_request(request, formats=LIST_FORMATS, max_limit=None, default_limit=None)
+        r = read_listing(request, index, annotations, formats=LIST_FORMATS, max_limit=None,
+                         default_limit=None)  # fmt: skip
         if r.format == "json":
             limit = r.limit or page_size
             if limit > max_page_size:
@@ -282,13 +324,15 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int, stream_ba
              openapi_extra={"parameters": filter_parameters()})  # fmt: skip
     def board(request: Request) -> Leaderboard:
         """Per miner: episodes, ASR, mean process score, and the EMA over rounds."""
-        r = read_request(request, formats=("json",), max_limit=1, default_limit=None)
+        r = read_listing(request, index, annotations, formats=("json",), max_limit=1,
+                         default_limit=None)  # fmt: skip
         return leaderboard(index, r.filters)
 
     @api.get("/stats", response_model=Stats, openapi_extra={"parameters": filter_parameters()})
     def counts(request: Request) -> Stats:
         """Counts by intent, split, termination and failed judge gate."""
-        r = read_request(request, formats=("json",), max_limit=1, default_limit=None)
+        r = read_listing(request, index, annotations, formats=("json",), max_limit=1,
+                         default_limit=None)  # fmt: skip
         return stats(index, r.filters)
 
     return api
