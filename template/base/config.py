@@ -367,6 +367,16 @@ class MinerNeuronConfig(_Section):
     sync_interval_s: float = Field(
         default=60.0, gt=0, description="how often the metagraph is read again"
     )
+    episode_log: Path | None = Field(
+        default=None,
+        description="append one JSON line per episode played to this file: its id, the "
+        "validator, the query, turns, tool calls, first and last seen, how it ended "
+        "(default: no log)",
+    )
+    episode_log_idle_s: float = Field(
+        default=300.0, gt=0,
+        description="an episode with no request for this long is logged as ended 'quiet'",
+    )  # fmt: skip
     clock: ClockConfig = Field(default_factory=ClockConfig, description="start-up clock check")
 
 

@@ -10,6 +10,9 @@ registered validators with a permit and enough stake are served.
 In local mode (``--local --local.allow HOTKEY[,HOTKEY]``) there is no chain at all:
 signatures are still verified, and the allow-list replaces the metagraph check, so a miner
 can test its agent (against the local arena, say) before it registers.
+
+With ``--neuron.episode_log PATH`` the miner appends one JSON line per episode it played
+(:mod:`template.base.episode_log`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import shopbench
 from shopbench.agents.base import Policy
 from shopbench.agents.options import PolicyOptions
 from template.base.config import AgentConfig, MinerConfig
+from template.base.episode_log import EpisodeLog
 from template.base.metrics import CONTENT_TYPE_LATEST, MeteredPolicy, MinerMetrics
 from template.base.neuron import NeuronError
 from template.errors import ChainClientError
@@ -73,6 +77,22 @@ def make_agent(config: AgentConfig) -> tuple[Policy, AgentCard]:
     return policy, card
 
 
+def _episode_log(config: MinerConfig) -> EpisodeLog | None:
+    """The log ``--neuron.episode_log`` names, its file created now (its folder too), so a
+    path that cannot be written stops the miner at start; None without one."""
+    n = config.neuron
+    if n.episode_log is None:
+        return None
+    path = n.episode_log.expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.open("a", encoding="utf-8").close()
+    except OSError as e:
+        why = e.strerror or e
+        raise NeuronError(f"--neuron.episode_log {path}: cannot write ({why})") from None
+    return EpisodeLog(path, idle_s=n.episode_log_idle_s)
+
+
 class Miner:
     """One miner: its app, its caller gate and, outside local mode, its chain client."""
 
@@ -102,6 +122,7 @@ class Miner:
                 )
             )
         self.policy = MeteredPolicy(policy, self.metrics)
+        self.episode_log = _episode_log(config)
         self.app = self._app()
         self.port: int | None = None
 
@@ -110,6 +131,7 @@ class Miner:
         app = create_miner_app(
             self.policy, self.card, self.hotkey, self.gate,
             MinerAppConfig(max_active=n.max_active, max_waiting=n.max_waiting),
+            observer=self.episode_log,
         )  # fmt: skip
         self.metrics.watch_refusals(app.state.rejections)
 
@@ -146,6 +168,12 @@ class Miner:
             await asyncio.sleep(self.config.neuron.sync_interval_s)
             await self.sync()
 
+    async def _keep_logging(self, episodes: EpisodeLog) -> None:
+        """Write the episodes gone quiet, also while no request comes to do it."""
+        while True:
+            await asyncio.sleep(min(episodes.idle_s, 60.0))
+            episodes.sweep()
+
     async def announce(self, bound_port: int) -> None:
         """Check registration, read the metagraph and publish the address (not in local mode)."""
         if self.chain is None:
@@ -177,6 +205,11 @@ class Miner:
             uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         )
         syncing = asyncio.create_task(self._keep_synced())
+        sweeping = (
+            asyncio.create_task(self._keep_logging(self.episode_log))
+            if self.episode_log is not None
+            else None
+        )
         log.info(
             "serving", extra={
                 "event": "serving", "host": axon.ip, "port": self.port, "hotkey": self.hotkey,
@@ -186,9 +219,13 @@ class Miner:
         try:
             await server.serve(sockets=[sock])
         finally:
-            syncing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await syncing
+            for task in (syncing, sweeping):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if self.episode_log is not None:
+                self.episode_log.close()
             sock.close()
             if self.chain is not None:
                 await self.chain.close()

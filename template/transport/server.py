@@ -11,6 +11,9 @@ Every signed request passes, in this order, and nothing reaches the policy befor
 5. a slot by stake priority (:class:`PriorityAdmission`) — 503 when refused or evicted;
 6. the policy — 504 when the wait for a slot and the policy together pass the request's
    ``deadline_ms``, 500 if the policy raises or returns a message breaking the limits.
+
+A request that passed steps 1-4 is told to the app's :class:`StepObserver`, if it has one
+(the miner's episode log), with the reply or the reason it got none.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from bittensor import http_auth
 from fastapi import FastAPI, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.agents.base import Policy
-from shopbench.chat import MAX_REQUEST_BYTES
+from shopbench.chat import MAX_REQUEST_BYTES, AssistantMessage
 from template.protocol import (
     PROTOCOL_VERSION,
     AgentCard,
@@ -39,6 +42,20 @@ from template.transport.standing import CallerGate, Forbidden
 
 log = logging.getLogger("template.transport.server")
 JSON = "application/json"
+
+
+class StepObserver(Protocol):
+    """Told of every checked step: its caller, the request, and the reply or the reason
+    there was none (``overloaded``, ``deadline``, ``policy_failed``, ``invalid_message``).
+    It must not raise."""
+
+    def seen(
+        self,
+        validator: str,
+        request: StepRequest,
+        reply: AssistantMessage | None = None,
+        failed: str | None = None,
+    ) -> None: ...
 
 
 class MinerAppConfig(BaseModel):
@@ -104,11 +121,13 @@ def create_miner_app(
     gate: CallerGate,
     config: MinerAppConfig | None = None,
     nonce_store: http_auth.NonceStore | None = None,
+    observer: StepObserver | None = None,
 ) -> FastAPI:
     """A FastAPI app serving `policy` as the miner whose hotkey address is `hotkey`.
 
     `gate` decides who is served; `nonce_store` (default: a fresh in-memory store covering
-    the freshness window) must be shared by all processes behind one hotkey.
+    the freshness window) must be shared by all processes behind one hotkey; `observer` is
+    told of every step that passed the checks.
     ``app.state.rejections`` counts refusals by reason and ``app.state.served`` the steps
     answered, so operators and tests can see what reached the policy.
     """
@@ -173,23 +192,31 @@ def create_miner_app(
             req = StepRequest.model_validate_json(body)
         except ValidationError as e:
             return reject(422, "invalid_request", _validation_summary(e))
+
+        def failed(status: int, reason: str, detail: str, **headers: str) -> Response:
+            if observer is not None:
+                observer.seen(caller, req, failed=reason)
+            return reject(status, reason, detail, **headers)
+
         try:
             # The deadline covers the wait for a slot too: past it the validator has gone.
             async with asyncio.timeout(req.deadline_ms / 1000), admission.slot(priority):
                 message = await policy.act(req.chat_messages(), req.tool_dicts())
         except Overloaded as e:
-            return reject(503, "overloaded", str(e), **{"Retry-After": "1"})
+            return failed(503, "overloaded", str(e), **{"Retry-After": "1"})
         except TimeoutError:
-            return reject(504, "deadline", f"the policy took over {req.deadline_ms} ms")
+            return failed(504, "deadline", f"the policy took over {req.deadline_ms} ms")
         except Exception as e:  # a policy bug must cost one reply, never the server
             log.exception("policy %s failed on %s turn %d", policy.name, req.episode_id, req.turn)
-            return reject(500, "policy_failed", f"the policy raised {type(e).__name__}")
+            return failed(500, "policy_failed", f"the policy raised {type(e).__name__}")
         try:
             reply = StepResponse(
                 message=WireAssistantMessage.from_assistant(message), model=card.model
             )
         except ValidationError as e:
-            return reject(500, "invalid_message", _validation_summary(e))
+            return failed(500, "invalid_message", _validation_summary(e))
+        if observer is not None:
+            observer.seen(caller, req, reply=message)
         app.state.served += 1
         log.debug("served %s turn %d for %s", req.episode_id, req.turn, caller)
         return Response(reply.model_dump_json(exclude_none=True), media_type=JSON)

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from bittensor import http_auth
 from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from template.base.config import miner_config
 from template.base.miner import Miner, make_agent
@@ -243,3 +244,119 @@ def test_a_miner_in_front_of_a_model_server_relays_its_turns() -> None:
     assert sent["model"] == "Qwen/Qwen3-4B"
     assert {t["function"]["name"] for t in sent["tools"]} >= {"find_product", "terminate"}
     assert sent["messages"][-1] == {"role": "user", "content": "a ceramic mug"}
+
+
+# -- the miner's own episode log ----------------------------------------------------------
+
+
+class ScriptedModel:
+    """A chat-completions endpoint that searches on the first turn, terminates on the
+    next, and refuses (HTTP 400) a request whose query asks it to."""
+
+    def __init__(self) -> None:
+        app = FastAPI()
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Any:
+            body = await request.json()
+            query = next(m["content"] for m in body["messages"] if m["role"] == "user")
+            if "refuse" in query:
+                return JSONResponse({"error": {"message": "no"}}, status_code=400)
+            played = sum(m["role"] == "assistant" for m in body["messages"])
+            name, args = ("terminate", {"status": "success"}) if played else (
+                "find_product", {"q": query[:40]})  # fmt: skip
+            call = {"id": f"call_{played}", "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            return {"id": "c", "object": "chat.completion", "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+
+        self.app = app
+
+
+def turn_body(episode: str, query: str, turn: int = 1, max_turns: int = 12) -> bytes:
+    """A step request of `episode` at `turn`, the earlier turns each one search."""
+    from shopbench.env.tools import ShopTools
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a shopping agent."},
+        {"role": "user", "content": query},
+    ]
+    for n in range(1, turn):
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call_{n}", "type": "function",
+                "function": {"name": "find_product", "arguments": "{\"q\": \"mug\"}"}}]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": "[]"},
+        ]  # fmt: skip
+    tools = [spec.openai_schema() for spec in ShopTools.tool_specs().values()]
+    req = StepRequest(episode_id=episode, turn=turn, max_turns=max_turns, deadline_ms=10_000,
+                      messages=messages, tools=tools)  # fmt: skip
+    return req.model_dump_json(exclude_none=True).encode()
+
+
+def test_the_episode_log_writes_one_bounded_line_per_episode_played(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "episodes.jsonl"
+    with BackgroundServer(ScriptedModel().app) as llm:
+        cfg = miner_config(
+            ["--local", "--local.allow", VALIDATOR.hotkey_ss58, "--agent.base_url",
+             f"{llm.url}/v1", "--agent.model", "Qwen/Qwen3-4B"],
+            env={"SHOPBENCH_NEURON_EPISODE_LOG": str(path),
+                 "SHOPBENCH_NEURON_EPISODE_LOG_IDLE_S": "0.3"},
+        )  # fmt: skip
+        assert cfg.agent is not None and cfg.neuron.episode_log == path
+        policy, card = make_agent(cfg.agent)
+        hotkey = LocalWallet.derive("mt-episode-log").hotkey_ss58
+        miner = Miner(cfg, hotkey, policy, card)
+        assert path.exists() and path.read_text() == ""  # created at start
+
+        def post(body: bytes, signer: Any = VALIDATOR) -> int:
+            headers = signed(signer, body, hotkey)
+            return httpx.post(f"{server.url}/step", content=body, headers=headers).status_code
+
+        hostile = "a mug\n" + "\x1b[31m" * 2000 + "x" * 50_000
+        with BackgroundServer(miner.app) as server:
+            assert post(turn_body("ep-done", "a ceramic mug")) == 200
+            assert post(turn_body("ep-done", "a ceramic mug", turn=2)) == 200  # terminates
+            assert post(turn_body("ep-open", "a teapot")) == 200
+            assert post(turn_body("ep-long", hostile, max_turns=1)) == 200  # its last turn
+            assert post(turn_body("ep-stranger", "a mug"), STRANGER) == 403  # never logged
+            time.sleep(0.4)  # ep-open goes quiet; the next request writes it
+            assert post(turn_body("ep-refused", "refuse this")) == 500
+        assert miner.episode_log is not None
+        miner.episode_log.close()  # the miner stops: what is open is written
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    by_id = {line["episode_id"]: line for line in lines}
+    assert [line["episode_id"] for line in lines] == [
+        "ep-done", "ep-long", "ep-open", "ep-refused"
+    ]
+    done = by_id["ep-done"]
+    assert done["validator"] == VALIDATOR.hotkey_ss58 and done["query"] == "a ceramic mug"
+    assert (done["turns"], done["last_turn"], done["max_turns"], done["tool_calls"]) == (
+        2, 2, 12, 2
+    )
+    assert (done["ended"], done["status"], done["failed"]) == ("terminated", "success", {})
+    assert done["first_seen"] <= done["last_seen"]
+    assert (by_id["ep-open"]["ended"], by_id["ep-open"]["turns"]) == ("quiet", 1)
+    long = by_id["ep-long"]
+    assert long["ended"] == "turn_limit" and long["query"].startswith("a mug \x1b[31m")
+    assert len(long["query"]) == 200 and long["query"].endswith("…")
+    refused = by_id["ep-refused"]
+    assert (refused["ended"], refused["turns"], refused["failed"]) == (
+        "stopped", 0, {"policy_failed": 1}
+    )
+    text = path.read_text(encoding="utf-8")
+    assert text.isascii() and "\x1b" not in text  # escaped, never a raw control character
+    assert max(len(x) for x in text.splitlines()) < 2000  # 200 characters, even escaped
+
+
+def test_an_episode_log_that_cannot_be_written_stops_the_miner_at_start(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    args = ["--local", "--local.allow", "x", "--agent.policy", "careful",
+            "--neuron.episode_log", str(blocker / "episodes.jsonl")]  # fmt: skip
+    cfg = miner_config(args, env={})
+    assert cfg.agent is not None
+    policy, card = make_agent(cfg.agent)
+    with pytest.raises(NeuronError, match=r"--neuron.episode_log .*: cannot write"):
+        Miner(cfg, "hk", policy, card)
