@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from shopbench.catalog.store import Catalog
+    from shopbench.env.shopper import Shopper
     from shopbench.env.tokens import TokenBook
     from shopbench.outcome.title import TitleMatcher
+    from shopbench.records.dialogue import Dialogue
     from shopbench.records.outcome import Outcome
     from shopbench.records.task import Intent
     from shopbench.tasks.model import Task
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 KEY_BYTES = 32
 # ShoppingBench offers web search only on knowledge tasks; so do we: a tool of this set is
 # offered only on the tasks of an intent that declares it (IntentSpec.tools).
-KNOWLEDGE_ONLY_TOOLS = frozenset({"web_search"})
+INTENT_ONLY_TOOLS = frozenset({"web_search", "ask_shopper"})
 
 
 class ShoppingEnv:
@@ -78,7 +80,7 @@ class ShoppingEnv:
         return {
             name: spec
             for name, spec in ShopTools.tool_specs().items()
-            if name not in KNOWLEDGE_ONLY_TOOLS or name in extra
+            if name not in INTENT_ONLY_TOOLS or name in extra
         }
 
     def knowledge_index(self) -> KnowledgeIndex:
@@ -89,7 +91,11 @@ class ShoppingEnv:
             return self._knowledge
 
     def new_episode(
-        self, task: Task, key: bytes | None = None, tokens: TokenBook | None = None
+        self,
+        task: Task,
+        key: bytes | None = None,
+        tokens: TokenBook | None = None,
+        dialogue_id: str | None = None,
     ) -> Episode:
         """A fresh episode for `task`; `key` (≥ 16 bytes) fixes its tokens, none draws one.
 
@@ -97,12 +103,21 @@ class ShoppingEnv:
         reproduces the same tokens, another key makes every earlier token invalid.
         `tokens` replaces the key's book (a replay's
         :class:`~shopbench.env.tokens.RecordedTokenBook`: the tokens an archived episode showed).
+        A clarify task's shopper words its answers from `dialogue_id` (default: the
+        episode's id; a replay under another key passes the archived episode's id).
         """
         if key is None:
             key = secrets.token_bytes(KEY_BYTES)
         elif len(key) < 16:
             raise EnvError(f"an episode key needs at least 16 bytes, got {len(key)}")
         specs = self.tool_specs(task.intent)
+        from shopbench.env.episode import episode_id
+
+        shopper = (
+            self._shopper(task, dialogue_id or episode_id(key))
+            if "ask_shopper" in specs
+            else None
+        )
         return Episode(
             task=task,
             key=key,
@@ -113,13 +128,38 @@ class ShoppingEnv:
             limits=self.limits,
             knowledge=self.knowledge_index if "web_search" in specs else None,
             tokens=tokens,
+            shopper=shopper,
         )
 
-    def grade(self, task: Task, product_ids: Sequence[str | None]) -> Outcome:
+    def _shopper(self, task: Task, dialogue_id: str) -> Shopper | None:
+        """The shopper of a task with a hidden card: it knows the target's attribute and SKU
+        keys, to tell the ones it does not mind about from questions about nothing."""
+        if task.hidden is None:
+            return None
+        from shopbench.env.shopper import Shopper
+
+        slot = task.reward[0]
+        target = self.catalog.index.get([slot.product_id])[0] if slot.product_id else None
+        keys = [] if target is None else [*target.attributes, *(
+            k for option in target.sku_options.values() for k in option
+        )]  # fmt: skip
+        return Shopper(
+            slot, task.hidden, keys, dialogue_id,
+            question_cost=task.rules.question_cost, max_questions=task.rules.max_questions,
+        )  # fmt: skip
+
+    def grade(
+        self,
+        task: Task,
+        product_ids: Sequence[str | None],
+        dialogue: Dialogue | None = None,
+    ) -> Outcome:
         """ShoppingBench's outcome rules applied to the recommended catalog ids, in order
-        (None, or an id the catalog lacks, is an empty recommendation for its slot)."""
+        (None, or an id the catalog lacks, is an empty recommendation for its slot), with a
+        clarify episode's `dialogue` (:meth:`Episode.dialogue`) for the question cost."""
         from shopbench.outcome.grader import grade
 
         wanted = [i for i in product_ids if i is not None]
         found = {p.product_id: p for p in self.catalog.get(wanted) if p is not None}
-        return grade(task, [found.get(i) if i else None for i in product_ids], self.matcher)
+        products = [found.get(i) if i else None for i in product_ids]
+        return grade(task, products, self.matcher, dialogue)

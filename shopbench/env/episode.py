@@ -35,6 +35,8 @@ from shopbench.records.binding import result_digest
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
     from shopbench.env.knowledge_index import KnowledgeIndex
+    from shopbench.env.shopper import Shopper
+    from shopbench.records.dialogue import Dialogue
     from shopbench.tasks.model import Task
 
 logger = logging.getLogger(__name__)
@@ -103,6 +105,7 @@ class Episode:
         limits: EpisodeLimits,
         knowledge: Callable[[], KnowledgeIndex] | None = None,
         tokens: TokenBook | None = None,
+        shopper: Shopper | None = None,
     ) -> None:
         self.task_id = task.id
         self.intent = task.intent
@@ -113,7 +116,8 @@ class Episode:
         self.limits = limits
         self._specs = specs
         self._tokens = tokens if tokens is not None else TokenBook(key)
-        self._tools = ShopTools(index, self._tokens, limits, knowledge)
+        self._shopper = shopper
+        self._tools = ShopTools(index, self._tokens, limits, knowledge, shopper)
         self.turn = 0
         self._calls_in_turn = 0
         self.end_reason: EndReason | None = None
@@ -156,6 +160,10 @@ class Episode:
         """The catalog id of a product or shop token shown in this episode, else None."""
         return self._tokens.resolve(token)
 
+    def dialogue(self) -> Dialogue | None:
+        """The shopper's log of a clarify episode (None on other tasks)."""
+        return None if self._shopper is None else self._shopper.dialogue()
+
     def token_map(self) -> dict[str, str]:
         """Token → catalog id for every product and shop token this episode has shown."""
         return self._tokens.mapping()
@@ -173,6 +181,7 @@ class Episode:
             self.end_reason = "max_turns"
             return False
         self.turn += 1
+        self._tools.turn = self.turn
         self._calls_in_turn = 0
         return True
 

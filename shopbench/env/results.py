@@ -96,8 +96,21 @@ class Termination(BaseModel):
         return f"{TERMINATED}{self.status}"
 
 
-ToolResult = Recommendation | Termination | Sequence[ProductHit] | Sequence[ProductDetails] \
-    | Sequence[WebResult]
+class ShopperReply(BaseModel):
+    """The customer's answer to ask_shopper."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answer: str
+
+    @property
+    def text(self) -> str:
+        """The sentence the agent reads: the answer as the customer said it."""
+        return self.answer
+
+
+ToolResult = Recommendation | Termination | ShopperReply | Sequence[ProductHit] \
+    | Sequence[ProductDetails] | Sequence[WebResult]
 R = TypeVar("R", bound=BaseModel)
 
 
@@ -126,7 +139,7 @@ def render(result: ToolResult) -> str:
     """The observation text of a tool's result: a sentence, or the rows as compact JSON —
     exactly ``json.dumps(rows, ensure_ascii=False, separators=(",", ":"))`` of the rows'
     fields in model order."""
-    if isinstance(result, Recommendation | Termination):
+    if isinstance(result, Recommendation | Termination | ShopperReply):
         return result.text
     if not result:
         return "[]"

@@ -23,6 +23,7 @@ from shopbench.env.results import (
     ProductDetails,
     ProductHit,
     Recommendation,
+    ShopperReply,
     Status,
     Termination,
     WebResult,
@@ -33,6 +34,7 @@ from shopbench.env.toolkit import Toolkit, tool
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
     from shopbench.env.knowledge_index import KnowledgeIndex
+    from shopbench.env.shopper import Shopper
 
 Sort = Literal["priceasc", "pricedesc", "order", "default"]
 
@@ -46,13 +48,16 @@ class ShopTools(Toolkit):
         tokens: TokenBook,
         limits: EpisodeLimits,
         knowledge: Callable[[], KnowledgeIndex] | None = None,
+        shopper: Shopper | None = None,
     ) -> None:
         self._index = index
         self._tokens = tokens
         self._limits = limits
         self._knowledge = knowledge
+        self._shopper = shopper
         self.recommended: list[str] | None = None  # by position, "" where left empty
         self.status: str | None = None
+        self.turn = 0  # the episode's current assistant turn (the shopper logs it)
 
     # -- the tools -------------------------------------------------------------------------
 
@@ -185,6 +190,22 @@ class ShopTools(Toolkit):
         if self._knowledge is None:
             return []
         return self._knowledge().search(q, max_results, self._limits.max_snippet_chars)
+
+    @tool
+    def ask_shopper(self, question: str) -> ShopperReply:
+        """Ask the customer one question about what they want: their budget, a service they
+        need, or a feature such as the color family or the size. The customer answers only
+        what you ask and never names a product, an id or a title. Each answered question
+        lowers the score of the episode, and the customer answers a few at most: ask only
+        about what the request leaves open.
+
+        Args:
+            question: One question about one thing, at most 300 characters, e.g. "What is
+                your budget?" or "Which color family would you like?".
+        """
+        if self._shopper is None:
+            raise NotAllowedError("ask_shopper: this customer has said everything already")
+        return ShopperReply(answer=self._shopper.answer(question, self.turn))
 
     # -- helpers ---------------------------------------------------------------------------
 

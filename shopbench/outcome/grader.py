@@ -28,6 +28,7 @@ from shopbench.catalog.schema import Product
 from shopbench.outcome.budget import check_budget
 from shopbench.outcome.spec import GradedTask, PriceBound, Slot
 from shopbench.outcome.title import LexicalTitleMatcher, TitleMatcher
+from shopbench.records.dialogue import Dialogue
 from shopbench.records.outcome import ConstraintHit, ConstraintKind, Outcome, SlotGrade
 
 DEFAULT_MATCHER: TitleMatcher = LexicalTitleMatcher()
@@ -198,12 +199,17 @@ def _missed(g: SlotGrade) -> str:
 
 
 def grade(
-    task: GradedTask, recommended: Sequence[Product | None], matcher: TitleMatcher | None = None
+    task: GradedTask,
+    recommended: Sequence[Product | None],
+    matcher: TitleMatcher | None = None,
+    dialogue: Dialogue | None = None,
 ) -> Outcome:
     """Grade the products an agent recommended for `task`, in the order it recommended them.
 
     `recommended[i]` is None where the agent's id did not resolve to a product. Follows the
-    module's rules; never raises on missing, duplicate or extra recommendations.
+    module's rules; never raises on missing, duplicate or extra recommendations. A clarify
+    episode's `dialogue` (the shopper's log) goes into the outcome: it decides nothing here,
+    and the episode score takes its question cost.
     """
     m = matcher or DEFAULT_MATCHER
     n_slots = len(task.reward)
@@ -251,4 +257,5 @@ def grade(
         budget=budget,
         reason="; ".join(reasons) or None,
         matcher=m.name,
+        dialogue=dialogue,
     )

@@ -108,6 +108,16 @@ class GradingRules(BaseModel):
         description="the one slot is graded on the hidden key attribute (knowledge's rules)",
     )
     one_shop: bool = Field(default=False, description="every product must come from one shop")
+    question_cost: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="what each question answered by the shopper takes off the episode score "
+        "(a fraction of it; clarify's rules)",
+    )
+    max_questions: int = Field(
+        default=0, ge=0, description="questions the shopper answers at most per episode"
+    )
 
 
 class GradedTask(Protocol):

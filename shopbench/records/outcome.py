@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.records.dialogue import Dialogue
 from shopbench.records.task import Intent
 
 ConstraintKind = Literal["title", "price", "service", "sku", "attribute", "key_attribute"]
@@ -83,3 +84,14 @@ class Outcome(BaseModel):
     budget: BudgetCheck | None = Field(default=None, description="voucher tasks only")
     reason: str | None = Field(default=None, description="why it failed; None on success")
     matcher: str = Field(description="the title matcher used")
+    # Left out of the record when None, so a record signed before it existed verifies.
+    dialogue: Dialogue | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="clarify tasks: the questions the shopper answered, and their cost",
+    )
+
+    @property
+    def question_factor(self) -> float:
+        """What the episode score is multiplied by for the questions asked (1 without any)."""
+        return 1.0 if self.dialogue is None else self.dialogue.factor

@@ -10,7 +10,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-Intent = Literal["product", "shop", "voucher", "knowledge"]
+Intent = Literal["product", "shop", "voucher", "knowledge", "clarify"]
 """The intents a signed record may carry: the wire vocabulary. Each is declared once, by its
 module in :mod:`shopbench.tasks.intents` (a test holds the registry's names equal to these)."""
 INTENTS: tuple[Intent, ...] = get_args(Intent)

@@ -11,6 +11,10 @@ The first line is SN15's score. The second is a small partial credit, so a near 
 constraints met) ranks above a wild miss and a careful near miss above a careless one;
 ``partial`` is below ``floor``, so any success outranks every failure. With the defaults a
 success scores 0.3 to 1.0 and a failure at most 0.1.
+
+On a clarify task each question the shopper answered costs a fraction of the score: the
+line above is multiplied by the outcome's ``question_factor`` (``1 - cost * questions``,
+:class:`~shopbench.records.dialogue.Dialogue`), 1 on every other task.
 """
 
 from __future__ import annotations
@@ -63,8 +67,11 @@ DEFAULT_FORMULA = ScoreFormula()
 def episode_score(
     outcome: Outcome, verdict: Verdict, formula: ScoreFormula = DEFAULT_FORMULA
 ) -> float:
-    """The score of an episode from its graded outcome and its (penalised) verdict."""
-    return formula.score(outcome.success, verdict.score, outcome.mean_rule)
+    """The score of an episode from its graded outcome and its (penalised) verdict, less
+    the cost of the questions it asked the shopper."""
+    score = formula.score(outcome.success, verdict.score, outcome.mean_rule)
+    factor = outcome.question_factor
+    return score if factor == 1.0 else round(score * factor, 6)
 
 
 def with_judgement(

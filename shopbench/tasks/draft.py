@@ -18,6 +18,7 @@ from shopbench.catalog.schema import Product
 from shopbench.catalog.search.index import SearchIndex, TitledHit
 from shopbench.outcome.spec import Slot, Voucher
 from shopbench.records.task import Intent
+from shopbench.tasks.hidden import HiddenCard
 from shopbench.tasks.phrase_search import SATISFY_WINDOW, phrase_search
 from shopbench.tasks.pool import Pool
 
@@ -38,6 +39,7 @@ class Draft(BaseModel):
     targets: list[Product]
     voucher: Voucher | None = None
     knowledge_attribute: str | None = None
+    hidden: HiddenCard | None = None
     phrases: list[str] = Field(description="per slot, the words the query names the item with")
     meta: dict[str, str | int | float] = Field(default_factory=dict)
 

@@ -224,6 +224,8 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
         kinds += [f"voucher:{draft.voucher.voucher_type}:{draft.voucher.discount_type}"]
     if draft.knowledge_attribute is not None:
         kinds += [f"knowledge:{draft.meta.get('knowledge_kind', '')}"]
+    if draft.hidden is not None:
+        kinds += [f"hidden:{t}" for t in draft.hidden.topics()]
     task = Task(
         id=task_id(cfg.seed, build_scope(cfg), draft.intent, index),
         intent=draft.intent,
@@ -233,6 +235,7 @@ def _finish(ctx: _Context, draft: Draft, index: int) -> Task | Rejection:
         reward=draft.slots,
         voucher=draft.voucher,
         knowledge_attribute=draft.knowledge_attribute,
+        hidden=draft.hidden,
         phrases=draft.phrases,
         meta=meta,
     )

@@ -47,6 +47,8 @@ class TaskShape:
     min_slots: int
     max_slots: int
     voucher: bool = False
+    hidden: bool = False
+    """The task holds constraints back on a hidden card (:mod:`shopbench.tasks.hidden`)."""
 
     def slots_text(self) -> str:
         """The slot count in words, as the task model's errors say it."""
@@ -87,7 +89,7 @@ class IntentSpec:
 
 
 _PACKAGE = "shopbench.tasks.intents"
-BUILTIN: tuple[str, ...] = ("product", "shop", "voucher", "knowledge")
+BUILTIN: tuple[str, ...] = ("product", "shop", "voucher", "knowledge", "clarify")
 """The modules of :mod:`shopbench.tasks.intents` that declare an intent, in the order
 intents are listed."""
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shopbench.outcome.spec import GradingRules, Slot, Voucher
 from shopbench.records.task import Intent, Split, TaskCard
+from shopbench.tasks.hidden import HiddenCard
 from shopbench.tasks.intent_registry import intent_spec
 
 
@@ -41,6 +42,10 @@ class Task(BaseModel):
         default=None,
         description="per slot, the words the query names the item with (generated tasks)",
     )
+    hidden: HiddenCard | None = Field(
+        default=None,
+        description="clarify tasks: the constraints the query holds back (never sent)",
+    )
     meta: dict[str, str | int | float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -55,6 +60,12 @@ class Task(BaseModel):
             raise ValueError(f"a {self.intent} task carries no voucher")
         if spec.grading.answer and not self.knowledge_attribute:
             raise ValueError(f"a {self.intent} task needs its knowledge_attribute")
+        if shape.hidden and self.hidden is None:
+            raise ValueError(f"a {self.intent} task needs its hidden card")
+        if not shape.hidden and self.hidden is not None:
+            raise ValueError(f"a {self.intent} task carries no hidden card")
+        if self.hidden is not None and (why := self.hidden.fits(self.reward[0])):
+            raise ValueError(why)
         if self.satisfying is not None and len(self.satisfying) != n:
             raise ValueError("satisfying must list one id set per slot")
         if self.phrases is not None and len(self.phrases) != n:

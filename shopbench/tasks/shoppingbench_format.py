@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from shopbench.outcome.spec import PriceBound, Slot, Voucher
 from shopbench.records.task import Intent
 from shopbench.tasks.errors import TaskError
+from shopbench.tasks.hidden import HiddenCard
 from shopbench.tasks.intent_registry import IntentSpec, intent_names, intent_spec, intent_specs
 from shopbench.tasks.model import Task
 
@@ -41,8 +42,10 @@ SLOT_KEYS: tuple[str, ...] = (
     "price",
 )
 RECORD_KEYS: frozenset[str] = frozenset(
-    {"query", "reward", "voucher", "Knowledge_Attribute", "prompt"}
+    {"query", "reward", "voucher", "Knowledge_Attribute", "prompt", "hidden"}
 )
+"""ShoppingBench's record keys, and ``hidden``: our extension, a clarify task's hidden card
+(which topics of the reward the query holds back, :class:`~shopbench.tasks.hidden.HiddenCard`)."""
 VOUCHER_KEYS: tuple[str, ...] = (
     "voucher_type", "threshold", "discount_type", "face_value", "discount", "cap",
     "price_after_voucher", "budget",
@@ -190,6 +193,8 @@ def task_from_record(record: Any, intent: Intent | str | None = None) -> Task:
         fields.update(knowledge_attribute=str(kw), target_record=reward)
     elif form == "slot":
         slots = [_slot_from_record(reward, "reward")]
+        if spec.shape.hidden:
+            fields["hidden"] = _hidden_from_record(record.get("hidden"))
     else:
         if not isinstance(reward, list):
             raise TaskError(f"reward: a {want} task's reward is a list of slots")
@@ -209,6 +214,15 @@ def task_from_record(record: Any, intent: Intent | str | None = None) -> Task:
         )
     except ValidationError as e:
         raise TaskError(validation_reason(e)) from None
+
+
+def _hidden_from_record(raw: Any) -> HiddenCard:
+    if not isinstance(raw, dict):
+        raise TaskError(f"hidden: expected an object, got {raw!r}")
+    try:
+        return HiddenCard.model_validate(raw)
+    except ValidationError as e:
+        raise TaskError(validation_reason(e, "hidden")) from None
 
 
 def _voucher_from_record(raw: Any) -> Voucher:
@@ -263,6 +277,8 @@ def task_to_record(task: Task) -> dict[str, Any]:
         return record
     slots = [_slot_to_record(s) for s in task.reward]
     record["reward"] = slots[0] if form == "slot" else slots
+    if task.hidden is not None:
+        record["hidden"] = task.hidden.model_dump()
     if task.voucher is not None:
         v = task.voucher.model_dump()
         record["voucher"] = {

@@ -204,7 +204,7 @@ async def run_episode(
 
     t_grade = time.perf_counter()
     ids = [episode.resolve(t) for t in episode.recommended]
-    outcome = (grader or env.grade)(task, ids)
+    outcome = grader(task, ids) if grader else env.grade(task, ids, episode.dialogue())
     grade_ms = (time.perf_counter() - t_grade) * 1000.0
 
     return episode_record(

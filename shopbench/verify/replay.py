@@ -79,7 +79,8 @@ def replay_episode(
         episode = env.new_episode(task, key=key)
     else:
         book = RecordedTokenBook(record.token_map, secrets.token_bytes(32))
-        episode = env.new_episode(task, tokens=book)
+        # The shopper words its answers from the archived episode's id, as it did then.
+        episode = env.new_episode(task, tokens=book, dialogue_id=record.episode_id)
     log: list[ToolLogEntry] = []
     for entry in record.tool_log:
         while episode.turn < entry.turn and episode.begin_turn():
@@ -97,7 +98,7 @@ def replay_episode(
         recommended_ids=[episode.resolve(t) if t else None for t in episode.recommended],
         token_map=episode.token_map(),
         status=episode.status,
-        outcome=env.grade(task, ids),
+        outcome=env.grade(task, ids, episode.dialogue()),
         system_prompt=episode.system_prompt,
         system_prompt_version=episode.system_prompt_version,
         tools=episode.tools,

@@ -103,7 +103,8 @@ def test_a_registered_intent_flows_through_the_names_tools_and_formats(
     catalog: Catalog, gift: IntentSpec
 ) -> None:
     assert str(intent_name("present")) == "gift" and str(intent_name("Gift")) == "gift"
-    with pytest.raises(TaskError, match="allowed: product, shop, voucher, knowledge, gift, web"):
+    allowed = "allowed: product, shop, voucher, knowledge, clarify, gift, web"
+    with pytest.raises(TaskError, match=allowed):
         intent_name("bogus")
     assert str(infer_intent({"query": "q", "reward": [], "gift_note": "hi"})) == "gift"
     assert infer_intent({"query": "q", "reward": [], "voucher": {}}) == "voucher"

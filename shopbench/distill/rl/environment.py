@@ -148,7 +148,7 @@ class ShopbenchEnvironment:
         if self._outcome is None:
             episode = self.episode
             ids = [episode.resolve(t) if t else None for t in episode.recommended]
-            self._outcome = self._env.grade(self.task, ids)
+            self._outcome = self._env.grade(self.task, ids, episode.dialogue())
         return self._outcome
 
     @property
@@ -241,9 +241,18 @@ class KnowledgeEnvironment(ShopbenchEnvironment):
     web_search = _delegate("web_search")
 
 
+class ClarifyEnvironment(ShopbenchEnvironment):
+    """:class:`ShopbenchEnvironment` for clarify tasks: the same tools and ``ask_shopper``."""
+
+    extra_tools: typing.ClassVar[frozenset[str]] = frozenset({"ask_shopper"})
+
+    ask_shopper = _delegate("ask_shopper")
+
+
 ENVIRONMENTS: dict[str, type[ShopbenchEnvironment]] = {
     "shopping": ShopbenchEnvironment,
     "knowledge": KnowledgeEnvironment,
+    "clarify": ClarifyEnvironment,
 }
 """The environment of each row's ``environment`` field (TRL's multi-environment routing)."""
 
