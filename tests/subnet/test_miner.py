@@ -360,3 +360,30 @@ def test_an_episode_log_that_cannot_be_written_stops_the_miner_at_start(tmp_path
     policy, card = make_agent(cfg.agent)
     with pytest.raises(NeuronError, match=r"--neuron.episode_log .*: cannot write"):
         Miner(cfg, "hk", policy, card)
+
+
+def test_the_episode_log_keeps_a_bounded_number_of_episodes_open(tmp_path: Path) -> None:
+    from shopbench.agents.registry import make_policy
+    from template.base.episode_log import EpisodeLog
+    from template.protocol import AgentCard
+    from template.transport import CallerGate, create_miner_app
+
+    path = tmp_path / "episodes.jsonl"
+    episodes = EpisodeLog(path, idle_s=3600, max_open=2)
+    hotkey = LocalWallet.derive("mt-bounded-log").hotkey_ss58
+    app = create_miner_app(
+        make_policy("careful", seed=1), AgentCard(model="reference/careful"), hotkey,
+        CallerGate.allow({VALIDATOR.hotkey_ss58}), observer=episodes,
+    )  # fmt: skip
+    with BackgroundServer(app) as server:
+        for n in range(5):  # a validator opening episode after episode, finishing none
+            body = turn_body(f"ep-{n}", "a ceramic mug")
+            reply = httpx.post(f"{server.url}/step", content=body,
+                               headers=signed(VALIDATOR, body, hotkey))  # fmt: skip
+            assert reply.status_code == 200, reply.text
+            assert len(episodes.open) <= 2
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [(x["episode_id"], x["ended"]) for x in lines] == [
+        ("ep-0", "evicted"), ("ep-1", "evicted"), ("ep-2", "evicted")
+    ]
+    assert sorted(k[1] for k in episodes.open) == ["ep-3", "ep-4"]
