@@ -69,10 +69,11 @@ class CuratedEpisode(BaseModel):
         return self
 
 
-def _with_curation(
+def with_curation(
     table: pa.Table, weights: list[float], tags: list[list[str]], masks: list[list[bool] | None]
 ) -> pa.Table:
-    """An archive table (SCHEMA's columns) with curation's three columns appended."""
+    """An archive table (SCHEMA's columns) with curation's three columns appended: the
+    table a :class:`CuratedWriter` writes."""
     table = table.select(SCHEMA.names).cast(SCHEMA)
     table = table.append_column(
         CURATED_SCHEMA.field("curation_weight"), pa.array(weights, pa.float64())
@@ -113,17 +114,19 @@ class CuratedWriter:
         masks: list[list[bool] | None],
     ) -> None:
         """Append the rows of `table` (archive columns) with their weights, tags and masks."""
+        self.write_table(with_curation(table, weights, tags, masks))
+
+    def write_table(self, table: pa.Table) -> None:
+        """Append the rows of `table` (:data:`CURATED_SCHEMA`'s columns, as
+        :func:`with_curation` makes them), starting a new file every `rows_per_file`."""
+        table = table.select(CURATED_SCHEMA.names).cast(CURATED_SCHEMA)
         start = 0
         while start < table.num_rows:
             if self._writer is None:
                 self._open()
             n = min(table.num_rows - start, self.rows_per_file - self._in_file)
-            part = _with_curation(
-                table.slice(start, n), weights[start : start + n], tags[start : start + n],
-                masks[start : start + n],
-            )  # fmt: skip
             try:
-                self._writer.write_table(part, row_group_size=ROW_GROUP_ROWS)  # type: ignore[union-attr]
+                self._writer.write_table(table.slice(start, n), row_group_size=ROW_GROUP_ROWS)  # type: ignore[union-attr]
             except OSError as e:
                 raise CuratedSetError(f"cannot write {self.files[-1]}: {e}") from None
             start += n

@@ -96,9 +96,18 @@ class Ledger:
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Append episode rows (dicts of :attr:`schema`'s fields; a field left out is null)."""
-        if not rows:
+        if rows:
+            self.append_table(pa.Table.from_pylist(rows, schema=self.schema))
+
+    def append_table(self, table: pa.Table) -> None:
+        """Append a table of episode rows with exactly :attr:`schema`'s columns (as
+        :meth:`~shopbench.curation.curator.Curator.table` makes them, in any process).
+        CurationError for a table of other columns."""
+        if table.num_rows == 0:
             return
-        batch = pa.Table.from_pylist(rows, schema=self.schema)  # noqa: F841 (read by DuckDB)
+        if not table.schema.equals(self.schema, check_metadata=False):
+            raise CurationError("ledger rows of another layout (another rule set or version)")
+        batch = table  # noqa: F841 (read by DuckDB)
         if not self._created:
             self.db.execute("CREATE TABLE ep AS SELECT * FROM batch")
             self._created = True

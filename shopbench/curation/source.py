@@ -106,15 +106,25 @@ def iter_batches(
     """Every row of `shards`, in order, as (its shard, a table of at most `rows` rows of the
     archive's `columns`); columns a shard lacks come as nulls, so a bad record fails alone."""
     for shard in shards:
-        try:
-            f = pq.ParquetFile(shard.file)
-        except (OSError, pa.ArrowException) as e:
-            raise CurationError(f"{shard.file}: not a readable shard ({e})") from None
-        present = [n for n in columns if n in f.schema_arrow.names]
-        for batch in f.iter_batches(batch_size=rows, columns=present):
-            table = pa.Table.from_batches([batch])
-            for name in columns:
-                if name not in table.column_names:
-                    field = SCHEMA.field(name)
-                    table = table.append_column(field, pa.nulls(table.num_rows, field.type))
-            yield shard, table.select(list(columns))
+        for table in shard_batches(shard, shard.file, rows, columns):
+            yield shard, table
+
+
+def shard_batches(
+    shard: Shard, source: Path | pa.NativeFile, rows: int = BATCH_ROWS,
+    columns: Sequence[str] = tuple(SCHEMA.names),
+) -> Iterator[pa.Table]:  # fmt: skip
+    """The rows of one shard read from `source` (its file, or its bytes in memory) as
+    :func:`iter_batches` reads them."""
+    try:
+        f = pq.ParquetFile(source)
+    except (OSError, pa.ArrowException) as e:
+        raise CurationError(f"{shard.file}: not a readable shard ({e})") from None
+    present = [n for n in columns if n in f.schema_arrow.names]
+    for batch in f.iter_batches(batch_size=rows, columns=present):
+        table = pa.Table.from_batches([batch])
+        for name in columns:
+            if name not in table.column_names:
+                field = SCHEMA.field(name)
+                table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+        yield table.select(list(columns))
