@@ -12,8 +12,10 @@ from shopbench.bench.contamination import ContaminationBenchConfig
 from shopbench.bench.curate import CurateBenchConfig
 from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
+from shopbench.curation.engine_config import EngineConfig
 
 _BENCH = Flags(CurateBenchConfig)
+_ENGINE = Flags(EngineConfig)
 _CONTAMINATION = Flags(ContaminationBenchConfig)
 
 
@@ -50,6 +52,9 @@ def curate_command(
         "test files or ours; repeatable, added to the config's)",
     ),  # fmt: skip
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of a summary"),
+    engine: str = _ENGINE.option("kind", "--engine"),
+    address: str | None = _ENGINE.option("address", "--address"),
+    workers: int | None = _ENGINE.option("workers", "--workers"),
     rules: bool = typer.Option(
         False, "--rules", is_eager=True, expose_value=False, callback=_list_rules,
         help="print every rule in pipeline order with its parameters' defaults (a complete "
@@ -61,15 +66,21 @@ def curate_command(
     reason, recovery episodes tagged and weighted, contamination counted; exit 2 when
     nothing is kept."""
     from shopbench.curation.config import load_config
+    from shopbench.curation.engine import open_engine
     from shopbench.curation.pipeline import curate
     from shopbench.curation.report import headline
     from shopbench.curation.truth import load_truth
     from template.signing import HotkeyVerifier
 
+    where = _ENGINE.build(kind=engine, address=address, workers=workers)
     cfg = load_config(config).with_test_sets([str(p) for p in test_set])
     known = load_truth(truth) if truth is not None else None
     assert source is not None  # the block builds it
-    report = curate(source, out, cfg, verifier=HotkeyVerifier(), truth=known)
+    runner = open_engine(where)  # a cluster that cannot run the job fails here, before any work
+    try:
+        report = curate(source, out, cfg, verifier=HotkeyVerifier(), truth=known, engine=runner)
+    finally:
+        runner.close()
     if as_json:
         typer.echo(report.model_dump_json())
         return
