@@ -83,7 +83,7 @@ def read_restart_request(path: Path) -> RestartRequest | None:
         request = RestartRequest.model_validate_json(raw)
     except ValidationError:
         first = raw.strip().splitlines()[0][:200] if raw.strip() else ""
-        request = RestartRequest(reason=first or "requested by hand (the file exists)")
+        request = RestartRequest(reason=first or "an empty request file")
     return request if request.at else request.model_copy(update={"at": written})
 
 
