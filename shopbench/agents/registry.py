@@ -27,12 +27,14 @@ from shopbench.agents.reference import (
     CopycatPolicy,
     GreedyPolicy,
     GuesserPolicy,
+    InterrogatorPolicy,
     LiarPolicy,
     NarratorPolicy,
     NarratorQuotingPolicy,
     OfflinePolicy,
     PadderPolicy,
     ParaphraserPolicy,
+    PresumerPolicy,
     RandomPolicy,
     ScriptedPolicy,
     TrialAndErrorPolicy,
@@ -68,8 +70,15 @@ ADVERSARY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
 an arena's ``--policies``) but left out
 of every default set (:data:`POLICY_NAMES`, the arena's miners, calibration, the benches),
 whose measured figures they would shift."""
+CLARIFY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
+    p.name: p for p in (PresumerPolicy, InterrogatorPolicy)
+})
+"""The careful shopper's two other ways with a clarify request's shopper (never asking,
+asking about everything), made by name; on every other task they are the careful shopper,
+so the default sets leave them out as they leave out its copies."""
+
 _BY_NAME: Mapping[str, type[ScriptedPolicy]] = MappingProxyType(
-    {**REFERENCE_POLICIES, **ADVERSARY_POLICIES}
+    {**REFERENCE_POLICIES, **CLARIFY_POLICIES, **ADVERSARY_POLICIES}
 )
 POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
 """The reference policy names."""
@@ -91,7 +100,8 @@ API_KEY_VARIABLES = ("SHOPBENCH_OPENAI_API_KEY", "OPENAI_API_KEY")
 def policy_choices() -> str:
     """The policy specs :func:`make_policy` accepts, as a help text lists them."""
     return (
-        f"{', '.join(POLICY_NAMES)}, the adversaries {', '.join(ADVERSARY_POLICIES)}, "
+        f"{', '.join(POLICY_NAMES)}, {', '.join(CLARIFY_POLICIES)} (clarify tasks), "
+        f"the adversaries {', '.join(ADVERSARY_POLICIES)}, "
         "openai:MODEL@URL, or hf:PATH (a local model directory)"
     )
 

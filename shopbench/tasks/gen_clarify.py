@@ -9,10 +9,10 @@ ends with a sentence naming what it holds back, without the values:
 
     ... Oh, and I have a budget, a particular color family and a service I need in mind.
 
-A draft is kept only if the held-back part matters: among the listings that fit the stated
-part in the top 50 of a search for the item's words under the stated filters, at least two
-fit, and at most half of those also fit the held-back part. So an agent that guesses instead
-of asking usually picks a listing that misses a hidden constraint.
+A draft is kept only if guessing would go wrong: in the top 50 of a search for the item's
+words under the stated filters, at least two listings fit the stated part, the first of them
+misses the held-back part, and at most half of them meet it. So an agent that takes the
+obvious listing instead of asking misses a hidden constraint.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ MAX_FITTING_SHARE = 0.5
 """At most this share of the listings fitting the stated part may fit the hidden part."""
 MIN_FITTING = 2
 """At least this many listings must fit the stated part (else there is nothing to ask)."""
+CARD_DRAWS = 3
+"""Cards drawn for one target and slot before the draft is given up."""
 
 HINT_FRAMES: tuple[str, ...] = (
     "Oh, and I have {topics} in mind.",
@@ -75,12 +77,13 @@ def hint_sentence(card: HiddenCard, rng: random.Random) -> str:
     return rng.choice(HINT_FRAMES).format(topics=listed)
 
 
-def draw_card(slot: Slot, rng: random.Random) -> HiddenCard | None:
-    """The topics held back, each with :data:`HIDE_ODDS` (at least one); None when the slot
-    has no topic that can be held back."""
-    topics = [t for t in slot_topics(slot) if not t.startswith(PAIR) or sayable(t[len(PAIR) :])]
-    if not topics:
-        return None
+def holdable(slot: Slot) -> list[str]:
+    """The slot's topics a query can hold back (a key whose label the hint can name)."""
+    return [t for t in slot_topics(slot) if not t.startswith(PAIR) or sayable(t[len(PAIR) :])]
+
+
+def draw_card(topics: list[str], rng: random.Random) -> HiddenCard:
+    """The `topics` held back, each with :data:`HIDE_ODDS` (at least one)."""
     hidden = [t for t in topics if rng.random() < HIDE_ODDS] or [rng.choice(topics)]
     return HiddenCard(
         price=PRICE in hidden,
@@ -97,8 +100,10 @@ def hidden_matters(s: Sampler, visible: Slot, full: Slot, phrase: str) -> str | 
     fitting = [p for p in products if grade_slot(visible, p).rule_score >= 1.0]
     if len(fitting) < MIN_FITTING:
         return "clarify: too few listings fit the stated part to need asking"
-    full_fits = sum(1 for p in fitting if grade_slot(full, p).rule_score >= 1.0)
-    if full_fits > MAX_FITTING_SHARE * len(fitting):
+    meets = [grade_slot(full, p).rule_score >= 1.0 for p in fitting]
+    if meets[0]:
+        return "clarify: the first listing that fits the stated part meets the hidden part"
+    if sum(meets) > MAX_FITTING_SHARE * len(fitting):
         return "clarify: the hidden part rules out too few of the listings that fit"
     return None
 
@@ -109,11 +114,18 @@ def draft_clarify(s: Sampler, rng: random.Random) -> DraftResult:
     if target is None:
         return Rejection(reason="no eligible product")
     slot, _ = derive_slot(target, rng, PRODUCT_ODDS)
-    card = draw_card(slot, rng)
-    if card is None:
+    topics = holdable(slot)
+    if not topics:
         return Rejection(reason="clarify: the slot has nothing to hold back")
-    visible = visible_slot(slot, card)
     text = slot_text(slot, target, rng, s)
+    why = ""
+    for _ in range(CARD_DRAWS):
+        card = draw_card(topics, rng)
+        why = hidden_matters(s, visible_slot(slot, card), slot, text.phrase)
+        if why is None:
+            break
+    else:
+        return Rejection(reason=why)
     shown = SlotText(
         phrase=text.phrase,
         leaf=text.leaf,
@@ -121,9 +133,6 @@ def draft_clarify(s: Sampler, rng: random.Random) -> DraftResult:
         price=None if card.price else text.price,
         services=[] if card.service else text.services,
     )
-    why = hidden_matters(s, visible, slot, text.phrase)
-    if why is not None:
-        return Rejection(reason=why)
     query = f"{write_product(shown, rng)} {hint_sentence(card, rng)}"
     return Draft(
         intent="clarify", query=query, slots=[slot], targets=[target], phrases=[text.phrase],

@@ -9,12 +9,19 @@ curation are played by name only: a paraphrasing sybil that copies the careful s
 decisions (``paraphraser``) and a liar that varies its plan and claims every requirement
 holds of a pick it never checked (``liar``); copies of the careful shopper that must not be
 paid twice (``copycat`` word for word, ``padder`` with one more view of its pick); and a
-vandal whose first turn's arguments are built to break every reader (``vandal``). All see
+vandal whose first turn's arguments are built to break every reader (``vandal``). Two more
+are made by name for clarify requests: ``presumer``, the careful shopper that never asks the
+shopper, and ``interrogator``, which asks about everything. All see
 only the messages and the tool schemas, and are deterministic for a seed.
 """
 
 from shopbench.agents.reference.bluffer import BlufferPolicy
-from shopbench.agents.reference.careful import CarefulPolicy, CarefulTersePolicy
+from shopbench.agents.reference.careful import (
+    CarefulPolicy,
+    CarefulTersePolicy,
+    InterrogatorPolicy,
+    PresumerPolicy,
+)
 from shopbench.agents.reference.copies import CopycatPolicy, PadderPolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
@@ -33,12 +40,14 @@ __all__ = [
     "CopycatPolicy",
     "GreedyPolicy",
     "GuesserPolicy",
+    "InterrogatorPolicy",
     "LiarPolicy",
     "NarratorPolicy",
     "NarratorQuotingPolicy",
     "OfflinePolicy",
     "PadderPolicy",
     "ParaphraserPolicy",
+    "PresumerPolicy",
     "RandomPolicy",
     "ScriptedPolicy",
     "TrialAndErrorPolicy",

@@ -5,11 +5,16 @@ voucher, the question to look up), searches with the request's filters, opens th
 matches, checks each requirement against the details, compares at least two candidates
 with their prices and attributes, reformulates after empty or off-target results, then
 recommends and terminates. ``careful_terse`` makes exactly the same calls with one short
-sentence of reasoning per turn.
+sentence of reasoning per turn. On a clarify request it first asks the shopper about each
+thing the request holds back; ``presumer`` never asks and ``interrogator`` asks about
+everything (:mod:`.asking`), and both otherwise shop as it does.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from shopbench.agents.reference.asking import Asking, ask_moves
 from shopbench.agents.reference.knowledge import knowledge_moves
 from shopbench.agents.reference.multi import shop_moves, voucher_moves
 from shopbench.agents.reference.prose import Writer
@@ -18,9 +23,13 @@ from shopbench.agents.reference.script import Context, Script, ScriptedPolicy
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
 
 
-def careful_plan(s: Session) -> Moves:
-    """Find the products for the whole request; return (picks in item order, all_ok)."""
+def careful_plan(s: Session, asking: Asking = "needed") -> Moves:
+    """Find the products for the whole request; return (picks in item order, all_ok). A
+    clarify request's held-back part is asked about first, as `asking` says."""
     kind = s.reading.kind
+    held = s.reading.held_back
+    if held is not None and s.ctx.offers("ask_shopper") and len(s.reading.items) == 1:
+        s.reading.items[0] = yield from ask_moves(s, s.reading.items[0], held, asking)
     if kind == "knowledge":
         return (yield from knowledge_moves(s))
     if kind == "shop":
@@ -43,12 +52,14 @@ class CarefulPolicy(ScriptedPolicy):
     name = "careful"
     honest = True
     terse = False
+    asking: ClassVar[Asking] = "needed"
+    """How it asks the shopper of a clarify request (:mod:`.asking`)."""
 
     def script(self, ctx: Context) -> Script:
         """The careful shopper's episode."""
         reading = read_query(ctx.query, knowledge=ctx.offers("web_search"))
         s = Session(ctx, reading, Writer(ctx.rng, terse=self.terse))
-        picks, all_ok = yield from careful_plan(s)
+        picks, all_ok = yield from careful_plan(s, self.asking)
         yield from s.finish(picks, all_ok)
 
 
@@ -57,3 +68,21 @@ class CarefulTersePolicy(CarefulPolicy):
 
     name = "careful_terse"
     terse = True
+
+
+class PresumerPolicy(CarefulPolicy):
+    """The careful shopper that never asks: a clarify request's hints go unheeded, and it
+    shops for what the request states."""
+
+    name = "presumer"
+    honest = None
+    asking = "never"
+
+
+class InterrogatorPolicy(CarefulPolicy):
+    """The careful shopper that asks about everything before it shops: the price, the
+    services and every attribute it can think of, until the shopper answers no more."""
+
+    name = "interrogator"
+    honest = None
+    asking = "everything"

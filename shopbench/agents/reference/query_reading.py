@@ -174,6 +174,21 @@ class VoucherNeed:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """What a clarify request says it holds back, without the values: the price, the
+    services, and attributes by their labels (docs/tasks.md)."""
+
+    price: bool = False
+    service: bool = False
+    labels: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        """How many things are held back."""
+        return int(self.price) + int(self.service) + len(self.labels)
+
+
 @dataclass(slots=True)
 class Reading:
     """Everything read from a request."""
@@ -182,6 +197,7 @@ class Reading:
     same_shop: bool = False
     voucher: VoucherNeed | None = None
     question: str | None = None
+    held_back: HeldBack | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -326,9 +342,45 @@ def _question(text: str) -> tuple[str | None, str]:
     return None, " ".join(sentences)
 
 
+# The whole sentence that says it: "Before you choose: I have ... in mind."
+_HELD_BACK = re.compile(
+    r"(?:^|(?<=[.?!]\s))[^.?!]*?\bI (?:also )?have (.+?) in mind\b[^.?!]*[.?!]?", re.I
+)
+_HELD_PRICE = re.compile(r"^(?:a|an|my) (?:budget|price range|price)$", re.I)
+_HELD_SERVICE = re.compile(r"^a service (?:I need|requirement)$", re.I)
+_HELD_PAIR = re.compile(r"^an? (?:particular|specific|preferred) (.+)$", re.I)
+
+
+def read_held_back(text: str) -> tuple[HeldBack | None, str]:
+    """What the request says it has in mind but does not state ("I have a budget and a
+    particular size in mind"), and the request without that sentence; (None, text) when it
+    holds nothing back."""
+    m = _HELD_BACK.search(text)
+    if m is None:
+        return None, text
+    parts = re.split(r",\s*(?:and\s+)?|\s+and\s+", m.group(1).strip())
+    price = service = False
+    labels: list[str] = []
+    for part in (p.strip() for p in parts if p.strip()):
+        if _HELD_PRICE.match(part):
+            price = True
+        elif _HELD_SERVICE.match(part):
+            service = True
+        elif (pair := _HELD_PAIR.match(part)) is not None:
+            labels.append(pair.group(1).strip().lower())
+        else:
+            return None, text
+    held = HeldBack(price=price, service=service, labels=tuple(labels))
+    if held.count == 0:
+        return None, text
+    return held, (text[: m.start()] + text[m.end() :]).strip()
+
+
 def read_query(text: str, *, knowledge: bool = False) -> Reading:
     """Read a request: its items with their price bounds and services, whether they must come
-    from one shop, the voucher, and (for a knowledge request) the question to look up."""
+    from one shop, the voucher, (for a knowledge request) the question to look up, and what
+    a clarify request holds back."""
+    held_back, text = read_held_back(text)
     body = text
     voucher = None
     head = _VOUCHER_HEAD.search(text)
@@ -350,7 +402,10 @@ def read_query(text: str, *, knowledge: bool = False) -> Reading:
         for seg in segments
     ]
     same_shop = bool(_SAME_SHOP.search(body)) and len(items) > 1
-    return Reading(items=items, same_shop=same_shop, voucher=voucher, question=question)
+    return Reading(
+        items=items, same_shop=same_shop, voucher=voucher, question=question,
+        held_back=held_back,
+    )  # fmt: skip
 
 
 @lru_cache(maxsize=4096)
