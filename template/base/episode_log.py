@@ -17,8 +17,9 @@ A line is bounded whatever a validator sends: the episode id is the protocol's (
 characters), the query is cut to :data:`MAX_QUERY_CHARS`, the declared status to
 :data:`MAX_STATUS_CHARS`, the refusals are counted by the app's own reasons, the line is
 ASCII JSON (a control or bidi character is written as its ``\\u`` escape, so reading the
-file in a terminal shows it as text), and the open episodes are at most ``max_open``. The log is the miner's file alone; scores are not in it
-(docs/miner.md says why, and where a score is explained).
+file in a terminal shows it as text), and the open episodes are at most ``max_open``. The
+log is the miner's file alone; scores are not in it (docs/miner.md says why, and where a
+score is explained).
 """
 
 from __future__ import annotations
