@@ -14,13 +14,7 @@ import json
 
 import typer
 
-from shopbench.errors import ShopbenchError
-
 _NETWORK_HELP = "the served chain, memory://HOST:PORT (as `chain serve` printed it)"
-
-
-class ChainCommandError(ShopbenchError):
-    """The development chain refused a command or could not be reached."""
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -56,6 +50,7 @@ def serve_command(
     """Serve a fresh in-memory chain holding one subnet, producing blocks, until Ctrl-C."""
     from template.chain.memory_server import MemoryChainConfig, serve_memory_chain
     from template.chain.memory_state import SubnetParams
+    from template.errors import ChainUnavailable
 
     params = SubnetParams(
         tempo=tempo, commit_reveal=commit_reveal, reveal_period_epochs=reveal_period,
@@ -69,7 +64,7 @@ def serve_command(
     except KeyboardInterrupt:
         pass
     except OSError as e:
-        raise ChainCommandError(f"cannot serve on {host}:{port}: {e.strerror or e}") from None
+        raise ChainUnavailable(f"cannot serve on {host}:{port}: {e.strerror or e}") from None
 
 
 def register_command(
@@ -90,8 +85,10 @@ def register_command(
     """Register a wallet's hotkey on the development chain; prints its uid."""
     from bittensor import ChainError, RpcConnectionError
 
+    from template.base.neuron import NeuronError
     from template.chain.memory_admin import dev_wallet
     from template.chain.memory_admin import register as register_on
+    from template.errors import ChainRejected, ChainUnavailable
 
     _checked(network)
     wallet = dev_wallet(name, hotkey, path, create=create)
@@ -99,7 +96,7 @@ def register_command(
         wallet.hotkey  # noqa: B018 - fail here, naming the key, not inside the request
         wallet.coldkey  # noqa: B018
     except Exception as e:  # the SDK raises several types for missing or unreadable keys
-        raise ChainCommandError(
+        raise NeuronError(
             f"--wallet.name {name} --wallet.hotkey {hotkey} under {path}: {e} "
             "(create development keys with --create)"
         ) from None
@@ -107,8 +104,10 @@ def register_command(
         uid = asyncio.run(
             register_on(network, netuid, wallet, stake=stake, validator_permit=validator_permit)
         )
-    except (ChainError, RpcConnectionError) as e:
-        raise ChainCommandError(f"register on {network} netuid {netuid}: {e}") from None
+    except RpcConnectionError as e:
+        raise ChainUnavailable(f"register on {network} netuid {netuid}: {e}") from None
+    except ChainError as e:
+        raise ChainRejected(f"register on {network} netuid {netuid}: {e}", e.name) from None
     print(json.dumps({"uid": uid, "hotkey": wallet.hotkey.ss58_address, "netuid": netuid}))
 
 
@@ -120,12 +119,15 @@ def show_command(
     from bittensor import ChainError, RpcConnectionError
 
     from template.chain.memory_admin import show
+    from template.errors import ChainRejected, ChainUnavailable
 
     _checked(network)
     try:
         print(json.dumps(asyncio.run(show(network, netuid)), indent=2))
-    except (ChainError, RpcConnectionError) as e:
-        raise ChainCommandError(f"read {network} netuid {netuid}: {e}") from None
+    except RpcConnectionError as e:
+        raise ChainUnavailable(f"read {network} netuid {netuid}: {e}") from None
+    except ChainError as e:
+        raise ChainRejected(f"read {network} netuid {netuid}: {e}", e.name) from None
 
 
 def _checked(network: str) -> None:

@@ -154,3 +154,31 @@ def test_memory_networks_name_a_served_chain(network: str, url: str) -> None:
 def test_a_malformed_memory_network_is_refused_at_start(network: str) -> None:
     with pytest.raises((ValueError, ShopbenchError), match="memory://HOST:PORT"):
         SubtensorConfig(network=network)
+
+
+def test_the_chain_commands_register_and_show_and_fail_in_one_line(
+    served: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shopbench.cli import main
+
+    chain, url = served
+    network = url.replace("http://", "memory://")
+    wallet = ["--wallet.path", str(tmp_path / "w"), "--wallet.name", "dev"]
+    main(["chain", "register", "--subtensor.network", network, "--netuid", str(NETUID),
+          *wallet, "--create", "--stake", "1000", "--validator-permit"])  # fmt: skip
+    registered = json.loads(capsys.readouterr().out)
+    assert registered["uid"] == 0 and chain.uid_of(NETUID, registered["hotkey"]) == 0
+    main(["chain", "show", "--subtensor.network", network, "--netuid", str(NETUID)])
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["neurons"][0]["validator_permit"] and shown["neurons"][0]["stake"] == 1000.0
+    with pytest.raises(SystemExit) as again:  # the chain's refusal, in one line
+        main(["chain", "register", "--subtensor.network", network, "--netuid", str(NETUID),
+              *wallet])  # fmt: skip
+    assert again.value.code == 2 and "already on netuid 3" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as down:
+        main(["chain", "show", "--subtensor.network", "memory://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert down.value.code == 2 and err.startswith("error: read memory://127.0.0.1:9")
+    with pytest.raises(SystemExit) as bad:
+        main(["chain", "show", "--subtensor.network", "ws://127.0.0.1:9944"])
+    assert bad.value.code == 2 and "expected memory://HOST:PORT" in capsys.readouterr().err
