@@ -93,10 +93,14 @@ say "containers run here (podman ${global:-with its defaults} $run_opts)"
 
 # 4. The image: a build that fails here is a failure of the Dockerfile or the project.
 say "building $IMAGE from deploy/Dockerfile"
+previous=$(podman image inspect -f '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 # shellcheck disable=SC2086
 podman $global build -q --network host $run_opts --build-arg PYTHON_IMAGE="$BASE" \
     -f deploy/Dockerfile -t "$IMAGE" . >"$work/build.log" 2>&1 \
   || { tail -n 30 "$work/build.log" >&2; fail "podman build -f deploy/Dockerfile ."; }
+if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect -f '{{.Id}}' "$IMAGE")" ]; then
+  podman rmi "$previous" >/dev/null 2>&1 || true  # the last run's image, untagged now
+fi
 # shellcheck disable=SC2086
 podman $global run --rm --network host $run_opts "$IMAGE" --help >"$work/help.log" 2>&1 \
   && grep -q -- "--neuron.restart_file" "$work/help.log" \
