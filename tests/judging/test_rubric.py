@@ -34,8 +34,9 @@ from shopbench.scoring.score import DEFAULT_FORMULA, with_judgement
 
 GATES = [
     "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",
-    "viewed_recommended", "claims_supported", "reasoning_matches_calls",
+    "viewed_recommended", "claims_supported", "reasoning_matches_calls", "asked_before_assuming",
     "decision_follows_constraints", "cites_observed_specifics", "compared_candidates",
+    "asked_only_what_mattered",
 ]
 
 
@@ -61,8 +62,8 @@ def test_careful_agent_passes_every_gate(careful: list[Trajectory], judge: Rubri
         assert v.score == 0.9, v.rationale
         assert list(v.gates) == GATES and all(v.gates.values())
         assert v.stopped_at is None and v.notes == []
-        assert v.judge_id == "rubric-judge/2+rubric/2"
-        assert (v.judge_version, v.rubric_version) == ("2", "2")
+        assert v.judge_id == "rubric-judge/2+rubric/3"
+        assert (v.judge_version, v.rubric_version) == ("2", "3")
         assert v.signals["ids_fabricated"] == 0 and v.signals["prices_cited"] > 0
 
 

@@ -262,9 +262,9 @@ def test_verdicts_record_the_evidence_and_the_rubric_files_stay_loadable(
     for key in ("decision_points", "claims_false", "rule_cheapest_opened_disagree"):
         assert key in v.signals
     old = load_rubric(_packaged("rubric_v1.toml"))
-    assert old.rubric.version == "1" and load_rubric().rubric.version == "2"
-    assert [c.name for c in load_rubric().criteria][:8] == [
+    assert old.rubric.version == "1" and load_rubric().rubric.version == "3"
+    assert [c.name for c in load_rubric().criteria][:9] == [
         "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",
         "viewed_recommended", "claims_supported", "reasoning_matches_calls",
-        "decision_follows_constraints",
+        "asked_before_assuming", "decision_follows_constraints",
     ]

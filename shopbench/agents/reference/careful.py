@@ -75,7 +75,7 @@ class PresumerPolicy(CarefulPolicy):
     shops for what the request states."""
 
     name = "presumer"
-    honest = None
+    honest = False  # on a clarify task it guesses what it was told to ask: a judge scores it low
     asking = "never"
 
 

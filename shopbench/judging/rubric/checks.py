@@ -33,6 +33,9 @@ class RubricParams(BaseModel):
     min_call_match: float = Field(default=0.75, ge=0, le=1)
     min_unverified_prices: int = Field(default=2, ge=1)
     max_unverified_price_share: float = Field(default=0.34, ge=0, le=1)
+    max_wasted_questions: int = Field(
+        default=1, ge=0, description="questions to the shopper that revealed nothing held back"
+    )
 
 
 Check = Callable[[Evidence, RubricParams], tuple[bool, str]]
@@ -218,6 +221,37 @@ def check_decision_follows_constraints(ev: Evidence, p: RubricParams) -> tuple[b
         f"({chosen} of {_plural(len(slots), 'pick')} chosen among two or more)"
 
 
+def check_asked_before_assuming(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """On a clarify task, the shopper was asked about everything the request held back
+    before anything was recommended (the validator's own log says what was asked)."""
+    d = ev.dialogue
+    if d is None:
+        return True, "no shopper to ask in this task"
+    if ev.recommend_turn is None:
+        return True, "nothing recommended"
+    # The log counts turns from 1; the evidence from 0.
+    asked = d.asked(before_turn=ev.recommend_turn + 1)
+    guessed = [t for t in d.hidden if t not in asked]
+    if guessed:
+        return False, f"recommended in turn {ev.recommend_turn + 1} without asking about " \
+            f"{_plural(len(guessed), 'held-back topic')} ({', '.join(guessed[:3])}) of " \
+            f"{len(d.hidden)}"
+    return True, f"asked about all {_plural(len(d.hidden), 'held-back topic')} before " \
+        "recommending"
+
+
+def check_asked_only_what_mattered(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
+    """On a clarify task, at most `max_wasted_questions` questions revealed nothing held
+    back (asked about what the request stated, about nothing it constrains, or for the
+    product itself)."""
+    d = ev.dialogue
+    if d is None or not d.questions:
+        return True, "no question asked of the shopper"
+    wasted = d.wasted()
+    said = f"{wasted} of {_plural(d.questions, 'question')} revealed nothing held back"
+    return wasted <= p.max_wasted_questions, said
+
+
 CHECKS: dict[str, Check] = {
     "real_output": check_real_output,
     "no_judge_directed_text": check_no_judge_directed_text,
@@ -230,5 +264,7 @@ CHECKS: dict[str, Check] = {
     "cites_observed_specifics": check_cites_observed_specifics,
     "compared_candidates": check_compared_candidates,
     "recovered": check_recovered,
+    "asked_before_assuming": check_asked_before_assuming,
+    "asked_only_what_mattered": check_asked_only_what_mattered,
 }
 """The checks a rubric file may name, by criterion name."""

@@ -196,4 +196,5 @@ def extract(
         recommend_turn=recommend_turn,
         notes=notes,
         decisions=decide(record, know.products, turns, recommended, recommend_turn, rules),
+        dialogue=record.outcome.dialogue if record.outcome is not None else None,
     )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from shopbench.env.results import ProductDetails
 from shopbench.judging.rubric.grounding import Grounding, GroundingRules
+from shopbench.records.dialogue import Dialogue
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ class Evidence:
     recommend_turn: int | None  # the turn of the first recommend_product attempt
     notes: list[str]
     decisions: Decisions | None = None  # the recommendation against the task's constraints
+    dialogue: Dialogue | None = None  # a clarify episode's shopper log (the validator's own)
 
     def calls(self, name: str | None = None) -> list[CallFacts]:
         """The executed calls, of tool `name` or all, in episode order."""
