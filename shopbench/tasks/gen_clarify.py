@@ -108,6 +108,31 @@ def hidden_matters(s: Sampler, visible: Slot, full: Slot, phrase: str) -> str | 
     return None
 
 
+def hidden_problems(query: str, slot: Slot, card: HiddenCard) -> list[str]:
+    """What is wrong with how a clarify query holds back its card: a held-back value it
+    states anyway, or a held-back topic its hint sentence does not name."""
+    problems: list[str] = []
+    text = query.lower()
+    hint = re.search(r"\bi (?:also )?have (.+?) in mind\b", text)
+    named = hint.group(1) if hint else ""
+    if card.price and not any(w.lower() in named for w in PRICE_WORDS):
+        problems.append("the hint does not name the held-back price")
+    if card.service and not any(w.lower() in named for w in SERVICE_WORDS):
+        problems.append("the hint does not name the held-back services")
+    pairs = {k: v for o in slot.sku_options or [] for k, v in o.items()}
+    pairs |= {k: vs[0] for a in slot.attributes or [] for k, vs in a.items() if vs}
+    for key in card.pairs:
+        label = attribute_label(key).lower()
+        if not any(w.format(label=label).lower() in named for w in PAIR_WORDS):
+            problems.append(f"the hint does not name the held-back {label!r}")
+        value = pairs.get(key, "").lower()
+        stated = text if hint is None else text[: hint.start()] + text[hint.end() :]
+        form = rf"{re.escape(label)}\W+(?:\w+\W+)?{re.escape(value)}(?!\w)"
+        if value and re.search(form, stated):
+            problems.append(f"the query states the held-back {label!r}")
+    return problems
+
+
 def draft_clarify(s: Sampler, rng: random.Random) -> DraftResult:
     """One clarify task draft: a product task's target and constraints, part held back."""
     target = s.random_product(rng)

@@ -43,6 +43,14 @@ class IntentStats(BaseModel):
     mean_satisfying: float | None = Field(
         default=None, description="mean satisfying-set size per slot, where known"
     )
+    hidden_kinds: dict[str, float] | None = Field(
+        default=None,
+        description="clarify tasks: share of tasks holding back each kind (price, service, "
+        "attribute)",
+    )
+    mean_hidden: float | None = Field(
+        default=None, description="clarify tasks: mean topics held back per task"
+    )
 
 
 class TaskStats(BaseModel):
@@ -78,6 +86,12 @@ def intent_stats(tasks: Sequence[Task]) -> IntentStats:
     words = [len(t.query.split()) for t in tasks]
     sat = [len(ids) for t in tasks if t.satisfying for ids in t.satisfying]
     pct = [v.discount * 100 for v in vouchers if v.discount is not None]
+    cards = [t.hidden for t in tasks if t.hidden is not None]
+    hidden: Counter[str] = Counter()
+    for c in cards:
+        hidden.update(k for k, held in (
+            ("price", c.price), ("service", c.service), ("attribute", bool(c.pairs)),
+        ) if held)  # fmt: skip
     return IntentStats(
         count=len(tasks),
         mean_constraints_per_slot=round(statistics.fmean(per_slot), 3),
@@ -98,6 +112,8 @@ def intent_stats(tasks: Sequence[Task]) -> IntentStats:
         splits=dict(Counter(t.split for t in tasks)),
         clusters=len({t.cluster for t in tasks if t.cluster}),
         mean_satisfying=round(statistics.fmean(sat), 2) if sat else None,
+        hidden_kinds=_shares(hidden, len(cards)) if cards else None,
+        mean_hidden=round(statistics.fmean(len(c.topics()) for c in cards), 3) if cards else None,
     )
 
 

@@ -95,6 +95,10 @@ def check_task(
                 problems.append(f"slot {i + 1}: satisfying id {pid} fails the slot")
             else:
                 listed.append(p)
+    if task.hidden is not None:
+        from shopbench.tasks.gen_clarify import hidden_problems
+
+        problems += hidden_problems(task.query, task.reward[0], task.hidden)
     problems += split_problems(task, listed, rule)
     return problems
 
