@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,16 @@ from shopbench.bench.stats import percentile
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 
 TURNS = 15
+SHOPPER_QUESTIONS = (
+    "What is your budget?", "Which color family would you like?", "Do you need free shipping?"
+)
 _IDS = re.compile(r'"product_id":\s*"([^"]+)"')
 _WORD = re.compile(r"[A-Za-z]{3,}")
 
 
 class InstantPolicy:
-    """Answers every turn at once; 15 turns per episode whatever the task."""
+    """Answers every turn at once; 15 turns per episode whatever the task, asking the shopper
+    of a clarify task a question in each of the first three."""
 
     name = "instant"
 
@@ -49,10 +54,14 @@ class InstantPolicy:
         query = next((m.content or "" for m in messages if m.role == "user"), "")
         words = _WORD.findall(query) or ["item"]
         seen = [i for m in messages if m.role == "tool" for i in _IDS.findall(m.content or "")]
+        offered = {t.get("function", {}).get("name") for t in tools}
         if turn < TURNS - 1 or not seen:
             q = " ".join(words[(turn + k) % len(words)] for k in range(3))
             calls = [("find_product", {"q": q, "page": 1 + turn % 3})]
             thought = f"Searching for {q} on page {1 + turn % 3} to compare more candidates."
+            if turn <= 3 and "ask_shopper" in offered:  # a clarify task: three questions
+                calls.append(("ask_shopper", {"question": SHOPPER_QUESTIONS[turn - 1]}))
+                thought += f" Asking the customer: {SHOPPER_QUESTIONS[turn - 1]}"
         elif turn == TURNS - 1:
             calls = [("view_product_information", {"product_ids": ",".join(seen[:3])})]
             thought = f"Checking the details of {', '.join(seen[:3])}."
@@ -234,9 +243,13 @@ def run(
             root = Path(tmp)
             build_catalog(root / "catalog", products, seed, workers=2)
             tasks = build_tasks(
-                BuildConfig(catalog=root / "catalog", intents=["product", "shop", "voucher"],
-                            n=4, seed=seed)
+                BuildConfig(catalog=root / "catalog",
+                            intents=["product", "shop", "voucher", "clarify"], n=4, seed=seed)
             ).tasks  # fmt: skip
+            # Intents in turn, so that every miner's few episodes and the serial run meet each.
+            by_intent = [[t for t in tasks if t.intent == i] for i in dict.fromkeys(
+                t.intent for t in tasks)]  # fmt: skip
+            tasks = [t for group in zip_longest(*by_intent) for t in group if t is not None]
             env = ShoppingEnv.open(root / "catalog")
             ports = {k: v for _, p in started for k, v in p.items()}
             endpoints = [
