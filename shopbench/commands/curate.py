@@ -80,6 +80,7 @@ def curate_command(
     try:
         report = curate(source, out, cfg, verifier=HotkeyVerifier(), truth=known, engine=runner)
     finally:
+        figures = runner.figures()
         runner.close()
     if as_json:
         typer.echo(report.model_dump_json())
@@ -102,6 +103,14 @@ def curate_command(
     for name, c in report.contaminated.items():
         typer.echo(f"contamination vs {name}: {c.contaminated} contaminated, {c.clean} clean")
     typer.echo(f"recovery share {report.recovery_share}; wrote {out / 'report.md'}")
+    if figures:
+        nodes = {f.worker.split(":")[0] for f in figures}
+        peak = max(f.peak_rss_mib for f in figures)
+        typer.echo(
+            f"{where.kind}: {len(figures)} worker processes on {len(nodes)} nodes took "
+            f"{sum(f.shards for f in figures)} shard passes (peak memory per worker "
+            f"{peak} MiB at most)"
+        )
 
 
 def bench_curate_command(

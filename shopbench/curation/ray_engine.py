@@ -43,6 +43,7 @@ _UNIT, _CHUNK, _WORKER, _RSS = "_unit", "_chunk", "_worker", "_rss_mib"
 _STATS = (_UNIT, _CHUNK, _WORKER, _RSS)
 _CONNECT_TIMEOUT_S = 5.0
 _PROBE_TIMEOUT_S = 120.0
+_ACTORS_TIMEOUT_S = 300
 INSTALL_HINT = "pip install 'shopbench[scale]'"
 
 
@@ -269,10 +270,14 @@ class RayEngine:
             yield pa.concat_tables(pending)
 
     def _pool(self, shards: int) -> Any:
-        """A fixed pool of actors: one per worker, no more than there are shards."""
+        """A fixed pool of actors: one per worker, no more than there are shards, each
+        given one shard at a time (a shard is a large unit: queueing several on the first
+        actor up would leave the others idle)."""
         from ray.data import ActorPoolStrategy
 
-        return ActorPoolStrategy(size=min(self.workers, shards))
+        return ActorPoolStrategy(
+            size=min(self.workers, shards), max_tasks_in_flight_per_actor=1
+        )
 
     def _run(self, ds: Any) -> Iterator[pa.Table]:
         """The dataset's output blocks in order, each worker's figures noted; a failure on
@@ -321,7 +326,13 @@ def _check_nodes(ray: Any, where: str) -> int:
     nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
     if not nodes:
         raise CurationError(f"{where}: the Ray cluster has no live node with a CPU")
-    probe = ray.remote(num_cpus=0)(_probe)
+    # A copy of the probe whose globals are the builtins alone: Ray sends it by value, so a
+    # node without shopbench runs it and says so, rather than failing to load it.
+    import builtins
+    import types
+
+    by_value = types.FunctionType(_probe.__code__, {"__builtins__": builtins}, "_probe")
+    probe = ray.remote(num_cpus=0)(by_value)
     refs = [
         probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
         .remote()
@@ -352,13 +363,16 @@ def _check_nodes(ray: Any, where: str) -> int:
 
 def _quiet_data() -> None:
     """No progress bars or execution logs from Ray Data; outputs in input order (so both
-    passes hand back their tables in row order)."""
+    passes hand back their tables in row order); a pass starts once its actors are up."""
     import logging
 
     from ray.data import DataContext
 
     ctx = DataContext.get_current()
     ctx.execution_options.preserve_order = True
+    # Every actor of a pass up before the first shard is handed out, so each takes a share
+    # (a cluster short of the CPUs asked for fails here, saying so).
+    ctx.wait_for_min_actors_s = _ACTORS_TIMEOUT_S
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     ctx.enable_auto_log_stats = False
