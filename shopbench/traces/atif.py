@@ -9,7 +9,10 @@ observation's ``source_call_id`` among its step's tool calls.
 The steps are the conversation, message for message: the system prompt a ``system`` step,
 the query and every later user message (the loop's nudges after a turn without a tool call)
 ``user`` steps, each assistant turn an ``agent`` step whose ``observation.results`` are the
-tool messages that answered it. A turn on which the policy gave no message at all (it
+tool messages that answered it. On a clarify task the shopper's answers to ``ask_shopper``
+(the tool messages the validator's log binds to an answered ``ask_shopper`` call) are
+``user`` steps after the agent step that asked, ``extra.shopbench.tool_call_id`` naming the
+call. A turn on which the policy gave no message at all (it
 raised, timed out, replied garbage, ran out of time) has no step: the agent said nothing
 and saw nothing; it is in ``extra.shopbench.failures``. Timestamps come from the turn
 timings (the moment each reply arrived), so they leave out the loop's own overhead.
@@ -158,6 +161,7 @@ class _Steps:
         self.pending: dict[str, Any] | None = None  # that message's step, not yet made
         self.calls: set[str] = set()  # its call ids
         self.results: list[atif.ObservationResult] = []  # the tool messages since it
+        self.shopper: list[atif.Step] = []  # the shopper's answers since it, as user steps
 
     def _add(self, **fields: Any) -> None:
         self.steps.append(self.models.Step(step_id=len(self.steps) + 1, **fields))
@@ -171,12 +175,17 @@ class _Steps:
         elif observation is not None:
             self._add(source="system", message="", observation=observation,
                       timestamp=self.clock.at(self.turn, reply=False))  # fmt: skip
-        self.pending, self.calls, self.results = None, set(), []
+        for answer in self.shopper:
+            self._add(**answer)
+        self.pending, self.calls, self.results, self.shopper = None, set(), [], []
 
     def message(self, index: int, m: ChatMessage) -> None:
         if m.role == "tool":
             entry = self.bound.get(index)
             log = self.t.tool_log[entry] if entry is not None else None
+            if log is not None and log.name == "ask_shopper" and log.error is None:
+                self.shopper.append(self._shopper_step(m, log))
+                return
             self.results.append(_result(m, log, self.calls, self.models))
             return
         self._flush()
@@ -185,6 +194,18 @@ class _Steps:
         else:  # system, user: the prompt and the query, and the loop's nudges
             self._add(source=m.role, message=m.content or "",
                       timestamp=self.clock.at(self.turn, reply=False))  # fmt: skip
+
+    def _shopper_step(self, m: ChatMessage, log: ToolLogEntry) -> dict[str, Any]:
+        """A clarify shopper's answer (the validator's own log says the message is one) as
+        the user step it is, after the agent step that asked."""
+        extra = {
+            "shopper": True, "tool_call_id": m.tool_call_id,
+            "result_digest": log.result_digest, "latency_ms": log.latency_ms,
+        }  # fmt: skip
+        return {
+            "source": "user", "message": m.content or "",
+            "timestamp": self.clock.at(self.turn, reply=False), "extra": {EXTRA_KEY: extra},
+        }  # fmt: skip
 
     def _agent(self, m: ChatMessage) -> None:
         self.turn = next(self.turns, None)
