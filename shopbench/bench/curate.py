@@ -1,13 +1,15 @@
-"""Benchmark of curation: episodes per second on one core, and peak memory as the archive grows.
+"""Benchmark of curation: episodes per second and peak memory, per engine, as the archive grows.
 
 The archive is the archive bench's: real episodes (reference policies on product tasks over a
 2,000-product catalog from seed 7), judged by the rubric as a validator archives them,
 copied with new ids and varied intents, miners, clusters,
 scores and successes (:func:`shopbench.bench.archive.synthesise`), each copy signed by the
 given signer and sealed into signed shards. Each size is curated with the release's config
-in a fresh process (so its peak RSS is its own), one DuckDB thread, ``OMP_NUM_THREADS=1``;
-the figure is the whole run (both passes, the ledger's rules, the report, the output),
-imports excluded.
+by each engine asked for, in a fresh process (so its peak RSS is its own), one DuckDB
+thread, ``OMP_NUM_THREADS=1``: the local engine, and Ray with each number of workers (a Ray
+instance of that many CPUs started in the process for the run, its start excluded; each
+worker an actor process whose own peak RSS is reported). The figure is the whole run (both
+passes, the ledger's rules, the report, the output), imports excluded.
 """
 
 from __future__ import annotations
@@ -42,17 +44,29 @@ class CurateBenchConfig(BaseModel):
         default="record", description="record: each record's signature; shard: each manifest's"
     )
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
+    engines: list[Literal["local", "ray"]] = Field(
+        default=["local"], min_length=1, description="engines compared on each archive"
+    )
+    workers: list[int] = Field(
+        default=[1], min_length=1, description="Ray workers of each Ray run (one run per count)"
+    )
     seed: int = 0
 
 
 class SizeFigure(BaseModel):
-    """One archive size's run."""
+    """One run: an archive size under one engine."""
 
+    engine: str = "local"
+    workers: int = 1
     episodes: int
+    archive_bytes: int = Field(default=0, description="the archive's shards on disk")
     kept: int
     seconds: float
     episodes_per_s: float
-    peak_rss_mib: float
+    peak_rss_mib: float = Field(description="the driver process (all of the local engine)")
+    worker_peak_rss_mib: list[float] = Field(
+        default_factory=list, description="each Ray worker process's peak RSS"
+    )
 
 
 class CurateBenchResult(BaseModel):
@@ -91,10 +105,12 @@ def _judged(base: list) -> list:  # type: ignore[type-arg]
 
 
 def _curate_child(
-    root: str, out: str, verifier: Verifier | None, signatures: str
-) -> tuple[int, int, float, float]:
+    root: str, out: str, verifier: Verifier | None, signatures: str, engine: str = "local",
+    workers: int = 1,
+) -> tuple[int, int, float, float, list[float]]:  # fmt: skip
     os.environ["OMP_NUM_THREADS"] = "1"
     from shopbench.curation.config import load_config
+    from shopbench.curation.engine import EngineConfig, open_engine
     from shopbench.curation.pipeline import curate
 
     cfg = load_config()
@@ -105,11 +121,28 @@ def _curate_child(
     # Imports are excluded: DuckDB and Arrow import pandas on first use where it exists.
     with contextlib.suppress(ImportError):
         import pandas  # noqa: F401
-    t0 = time.perf_counter()
-    report = curate(root, Path(out), cfg, verifier=verifier)
-    seconds = time.perf_counter() - t0
+    runner = open_engine(EngineConfig(kind=engine, workers=workers))  # a Ray start excluded
+    try:
+        t0 = time.perf_counter()
+        report = curate(root, Path(out), cfg, verifier=verifier, engine=runner)
+        seconds = time.perf_counter() - t0
+        figures = [f.peak_rss_mib for f in runner.figures()]
+    finally:
+        runner.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return report.episodes_in, report.kept, seconds, peak
+    return report.episodes_in, report.kept, seconds, peak, figures
+
+
+def _bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*.parquet"))
+
+
+def _runs(cfg: CurateBenchConfig) -> list[tuple[str, int]]:
+    """(engine, workers) of each run on an archive: local once, Ray once per count."""
+    out: list[tuple[str, int]] = []
+    for engine in cfg.engines:
+        out += [("local", 1)] if engine == "local" else [("ray", n) for n in cfg.workers]
+    return out
 
 
 def run_curate_bench(
@@ -130,16 +163,21 @@ def run_curate_bench(
             shutil.rmtree(root, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)
             _archive(base, n, root, signer, cfg.seed)
-            with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-                job = pool.submit(
-                    _curate_child, str(root), str(out), verifier if cfg.verify else None,
-                    cfg.signatures,
-                )  # fmt: skip
-                episodes, kept, seconds, peak = job.result()
-            runs.append(SizeFigure(
-                episodes=episodes, kept=kept, seconds=round(seconds, 2),
-                episodes_per_s=round(episodes / seconds, 1), peak_rss_mib=round(peak, 1),
-            ))  # fmt: skip
+            size = _bytes(root)
+            for engine, workers in _runs(cfg):
+                shutil.rmtree(out, ignore_errors=True)
+                with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+                    job = pool.submit(
+                        _curate_child, str(root), str(out), verifier if cfg.verify else None,
+                        cfg.signatures, engine, workers,
+                    )  # fmt: skip
+                    episodes, kept, seconds, peak, each = job.result()
+                runs.append(SizeFigure(
+                    engine=engine, workers=workers, episodes=episodes, archive_bytes=size,
+                    kept=kept, seconds=round(seconds, 2),
+                    episodes_per_s=round(episodes / seconds, 1), peak_rss_mib=round(peak, 1),
+                    worker_peak_rss_mib=each,
+                ))  # fmt: skip
             shutil.rmtree(root, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)
     finally:

@@ -113,6 +113,13 @@ def curate_command(
         )
 
 
+def _numbers(text: str, flag: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: expected numbers", param_hint=flag) from None
+
+
 def bench_curate_command(
     sizes: str = typer.Option(
         "4000,16000", "--sizes", help="archive sizes curated (comma-separated episodes)"
@@ -121,19 +128,23 @@ def bench_curate_command(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check every signature"),
     signatures: str = _BENCH.option("signatures", "--signatures"),
     work: Path | None = typer.Option(None, "--work", help="scratch folder (default: temp)"),
+    engine: list[str] = typer.Option(
+        ["local"], "--engine", help="local or ray; repeat to compare them on each archive"
+    ),
+    workers: str = typer.Option(
+        "1", "--workers", help="Ray workers of each Ray run (comma-separated: one run each)"
+    ),
     as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
 ) -> None:
-    """Curation throughput (episodes/s, one core) and peak memory at several archive sizes."""
+    """Curation throughput (episodes/s) and peak memory, per engine (local; Ray with N
+    workers), at several archive sizes."""
     from shopbench.bench.curate import run_curate_bench
     from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
-    try:
-        counts = [int(s) for s in sizes.split(",") if s.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"{sizes!r}: expected numbers", param_hint="--sizes") from None
+    counts, ns = _numbers(sizes, "--sizes"), _numbers(workers, "--workers")
     cfg = _BENCH.build(
         sizes=counts, base_episodes=base_episodes, verify=verify, signatures=signatures,
-        work=str(work) if work else None,
+        work=str(work) if work else None, engines=engine, workers=ns,
     )  # fmt: skip
     wallet = LocalWallet.derive("curate-bench")
     report = run_curate_bench(
