@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from shopbench.agents.local.config import HF_PREFIX
 from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import (
+    CLARIFY_POLICIES,
     SERVABLE_ADVERSARIES,
     SERVABLE_POLICIES,
     check_spec,
@@ -140,10 +141,11 @@ class ArenaConfig(BaseModel):
         for name in names:
             if name.startswith(HF_PREFIX):
                 check_spec(name)  # a model directory with weights and a chat template
-            elif name not in SERVABLE_POLICIES and name not in SERVABLE_ADVERSARIES:
+            elif name not in (*SERVABLE_POLICIES, *CLARIFY_POLICIES, *SERVABLE_ADVERSARIES):
                 raise ValueError(
-                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)}, the "
-                    f"adversaries {', '.join(SERVABLE_ADVERSARIES)}, or hf:PATH"
+                    f"unknown policy {name!r}; allowed: {', '.join(SERVABLE_POLICIES)}, "
+                    f"{', '.join(CLARIFY_POLICIES)} (clarify tasks), the adversaries "
+                    f"{', '.join(SERVABLE_ADVERSARIES)}, or hf:PATH"
                 )
         return names
 
