@@ -12,6 +12,7 @@ import pytest
 
 from shopbench.agents.registry import make_policy
 from shopbench.env.env import ShoppingEnv
+from shopbench.judging.llm.facts import facts_text
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
@@ -67,3 +68,20 @@ def test_the_checks_pass_on_tasks_without_a_shopper(env: ShoppingEnv, catalog_di
     for t in _scored(env, product, "careful"):
         assert t.outcome.dialogue is None and t.judge is not None
         assert t.judge.gates["asked_before_assuming"] and t.judge.gates["asked_only_what_mattered"]
+
+
+def test_the_llm_judge_is_told_what_was_held_back_and_asked(
+    env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    judge = RubricJudge()
+    for name, asked in (("careful", True), ("presumer", False)):
+        t = _scored(env, tasks[:1], name)[0]
+        ev = judge.evidence(t)
+        text = facts_text(ev.decisions, ev.dialogue, ev.recommend_turn)
+        hidden = tasks[0].hidden.topics()  # type: ignore[union-attr]
+        assert f"held back (the shopper answers ask_shopper about them): {', '.join(hidden)}" \
+            in text
+        said = "never asked: none" if asked else f"never asked: {', '.join(hidden)}"
+        assert said in text, text
+        for key in tasks[0].hidden.pairs:  # type: ignore[union-attr]
+            assert f"pair:{key}" in text  # the topic, never its value

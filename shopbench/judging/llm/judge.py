@@ -166,7 +166,8 @@ class LLMJudge:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        facts = facts_text(self.facts_judge().evidence(trajectory).decisions)
+        evidence = self.facts_judge().evidence(trajectory)
+        facts = facts_text(evidence.decisions, evidence.dialogue, evidence.recommend_turn)
         prompt = self.renderer.render(view, record.notes, facts)
         try:
             verdict = await asyncio.wait_for(self._ensemble(prompt), self.config.deadline_s)
