@@ -143,14 +143,14 @@ def draft_clarify(s: Sampler, rng: random.Random) -> DraftResult:
     if not topics:
         return Rejection(reason="clarify: the slot has nothing to hold back")
     text = slot_text(slot, target, rng, s)
-    why = ""
+    why: str | None = None
     for _ in range(CARD_DRAWS):
         card = draw_card(topics, rng)
         why = hidden_matters(s, visible_slot(slot, card), slot, text.phrase)
         if why is None:
             break
     else:
-        return Rejection(reason=why)
+        return Rejection(reason=why or "clarify: no card made the hidden part matter")
     shown = SlotText(
         phrase=text.phrase,
         leaf=text.leaf,

@@ -161,7 +161,7 @@ class _Steps:
         self.pending: dict[str, Any] | None = None  # that message's step, not yet made
         self.calls: set[str] = set()  # its call ids
         self.results: list[atif.ObservationResult] = []  # the tool messages since it
-        self.shopper: list[atif.Step] = []  # the shopper's answers since it, as user steps
+        self.shopper: list[dict[str, Any]] = []  # the shopper's answers since it (user steps)
 
     def _add(self, **fields: Any) -> None:
         self.steps.append(self.models.Step(step_id=len(self.steps) + 1, **fields))

@@ -50,7 +50,7 @@ class CarefulPolicy(ScriptedPolicy):
     """Reads the constraints, searches with filters, checks details, compares, recommends."""
 
     name = "careful"
-    honest = True
+    honest: ClassVar[bool | None] = True
     terse = False
     asking: ClassVar[Asking] = "needed"
     """How it asks the shopper of a clarify request (:mod:`.asking`)."""
