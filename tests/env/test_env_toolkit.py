@@ -87,6 +87,7 @@ def test_shop_tools_mirror_shoppingbench_names_arguments_and_required() -> None:
         "recommend_product",
         "terminate",
         "web_search",
+        "ask_shopper",
     ]
     params = {
         name: [(p.name, p.type, p.required) for p in spec.params] for name, spec in specs.items()
@@ -104,6 +105,7 @@ def test_shop_tools_mirror_shoppingbench_names_arguments_and_required() -> None:
         "recommend_product": [("product_ids", "string", True)],
         "terminate": [("status", "string", True)],
         "web_search": [("q", "string", True), ("max_results", "integer", False)],
+        "ask_shopper": [("question", "string", True)],
     }
     find = specs["find_product"].openai_schema()["function"]["parameters"]["properties"]
     assert set(find["sort"]["enum"]) == set(SORTS)
