@@ -58,6 +58,7 @@ class ShoppingEnv:
         )
         self._knowledge: KnowledgeIndex | None = None
         self._lock = threading.Lock()
+        self._siblings: dict[str, ShoppingEnv] = {}
 
     @classmethod
     def open(
@@ -70,6 +71,19 @@ class ShoppingEnv:
         from shopbench.catalog.store import Catalog
 
         return cls(Catalog.open(catalog_dir), limits, prompt_version)
+
+    def with_prompt(self, version: str) -> ShoppingEnv:
+        """This environment (the same catalog, limits and matcher) under the system prompt
+        `version` (a replay of a record played under another one), made once per version;
+        itself when `version` is its own. EnvError for a version no prompt file has."""
+        if version == self.prompt_version:
+            return self
+        with self._lock:
+            sibling = self._siblings.get(version)
+            if sibling is None:
+                sibling = ShoppingEnv(self.catalog, self.limits, version, self.matcher)
+                self._siblings[version] = sibling
+            return sibling
 
     def tool_specs(self, intent: Intent | str) -> dict[str, ToolSpec]:
         """The tools offered on a task of `intent`, by name, in ShoppingBench's order: every

@@ -12,6 +12,7 @@ takes its tokens from the record's token map (:class:`~shopbench.env.tokens.Reco
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shopbench.env.env import ShoppingEnv
+from shopbench.env.errors import EnvError
 from shopbench.env.keys import find_key
 from shopbench.env.tokens import RecordedTokenBook
 from shopbench.records.outcome import Outcome
@@ -75,6 +77,9 @@ def replay_episode(
     """Replay `record`'s tool log on `task` in a fresh episode of `env` (never raises for
     anything the log holds: a bad call is an error observation, as it was); with the
     episode's `key` its tokens are minted again, without it they come from the record."""
+    # Under the prompt the record was played with; an unknown one shows as a difference.
+    with contextlib.suppress(EnvError):
+        env = env.with_prompt(record.system_prompt_version)
     if key is not None:
         episode = env.new_episode(task, key=key)
     else:

@@ -349,7 +349,7 @@ def test_custom_limits_are_enforced(catalog: Any, query: str) -> None:
 
 def test_system_prompt_and_offered_tools(env: ShoppingEnv, catalog: Any) -> None:
     ep = episode(env)
-    assert ep.system_prompt_version == "v1"
+    assert ep.system_prompt_version == "v2"
     for phrase in ("find_product", "view_product_information", "recommend_product", "terminate"):
         assert phrase in ep.system_prompt
     assert "at most 30 turns and at most 5 tool calls per turn" in ep.system_prompt

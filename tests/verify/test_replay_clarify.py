@@ -31,3 +31,18 @@ def test_the_shoppers_answers_replay(env: ShoppingEnv, catalog_dir: Path) -> Non
         ]})  # fmt: skip
         found = list(replay_differences(forged, replay_episode(env, task, forged)))
         assert [f[0] for f in found] == [f"tool_log[{asked}].result_digest"]
+
+
+def test_a_record_played_under_the_previous_prompt_replays_under_it(
+    env: ShoppingEnv, catalog_dir: Path
+) -> None:
+    assert env.prompt_version == "v2" and "ask_shopper is offered" in env.system_prompt
+    old = env.with_prompt("v1")
+    assert "ask_shopper" not in old.system_prompt and env.with_prompt("v1") is old
+    task = build_tasks(BuildConfig(catalog=catalog_dir, intents=["product"], n=1, seed=4)).tasks[0]
+    record = asyncio.run(run_episode(old, task, make_policy("careful"), key=b"v" * 32))
+    assert record.system_prompt_version == "v1"
+    assert list(replay_differences(record, replay_episode(env, task, record))) == []
+    claimed = record.model_copy(update={"system_prompt_version": "v99"})
+    found = {f[0] for f in replay_differences(claimed, replay_episode(env, task, claimed))}
+    assert found == {"system_prompt_version", "messages[system].content"}

@@ -10,7 +10,9 @@ from importlib import resources
 
 from shopbench.env.errors import EnvError
 
-SYSTEM_PROMPT_VERSION = "v1"
+SYSTEM_PROMPT_VERSION = "v2"
+"""The release's prompt: v1 with when to ask the shopper of a clarify task (v1 told an agent
+never to ask); v1 stays packaged for replaying older records."""
 
 
 @cache
