@@ -66,6 +66,11 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         seed: int = _EVAL.option("seed", "--seed"),
         limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        shopper: str | None = typer.Option(
+            None, "--shopper",
+            help="openai:MODEL@URL: a model rewords the clarify shopper's answers (kept only "
+            "when faithful; default: the rules' words)",
+        ),
         policy_options: PolicyOptions | None = None,
     ) -> None:
         """Run a policy on every task K times; write trajectories.jsonl, report.json/.md.
@@ -89,6 +94,10 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         )  # fmt: skip
         config = _EVAL.build(samples=samples, concurrency=concurrency, seed=seed, limits=limits)
         env, chosen = load_tasks(catalog, tasks, limit)
+        if shopper is not None:
+            from shopbench.env.rephrase import rephraser_from_spec
+
+            env.rephraser = rephraser_from_spec(shopper)
 
         def make(k: int):  # type: ignore[no-untyped-def]
             options = chosen_options.options(policy, samples, defaults=False, sample=k - seed)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from shopbench.catalog.store import Catalog
+    from shopbench.env.rephrase import Rephraser
     from shopbench.env.shopper import Shopper
     from shopbench.env.tokens import TokenBook
     from shopbench.outcome.title import TitleMatcher
@@ -46,9 +47,12 @@ class ShoppingEnv:
         limits: EpisodeLimits | None = None,
         prompt_version: str = SYSTEM_PROMPT_VERSION,
         matcher: TitleMatcher | None = None,
+        rephraser: Rephraser | None = None,
     ) -> None:
         self.catalog = catalog
         self.matcher = matcher
+        self.rephraser = rephraser
+        """The LLM shopper's model (:mod:`shopbench.env.rephrase`); None: the rules' words."""
         self.limits = limits or EpisodeLimits()
         self.prompt_version = prompt_version
         self.system_prompt = render_system_prompt(
@@ -81,7 +85,9 @@ class ShoppingEnv:
         with self._lock:
             sibling = self._siblings.get(version)
             if sibling is None:
-                sibling = ShoppingEnv(self.catalog, self.limits, version, self.matcher)
+                sibling = ShoppingEnv(
+                    self.catalog, self.limits, version, self.matcher, self.rephraser
+                )
                 self._siblings[version] = sibling
             return sibling
 
@@ -143,6 +149,7 @@ class ShoppingEnv:
             knowledge=self.knowledge_index if "web_search" in specs else None,
             tokens=tokens,
             shopper=shopper,
+            rephraser=self.rephraser,
         )
 
     def _shopper(self, task: Task, dialogue_id: str) -> Shopper | None:
@@ -160,6 +167,7 @@ class ShoppingEnv:
         return Shopper(
             slot, task.hidden, keys, dialogue_id,
             question_cost=task.rules.question_cost, max_questions=task.rules.max_questions,
+            title=target.title if target is not None else "",
         )  # fmt: skip
 
     def grade(

@@ -35,6 +35,7 @@ from shopbench.records.binding import result_digest
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
     from shopbench.env.knowledge_index import KnowledgeIndex
+    from shopbench.env.rephrase import Rephraser
     from shopbench.env.shopper import Shopper
     from shopbench.records.dialogue import Dialogue
     from shopbench.tasks.model import Task
@@ -106,6 +107,7 @@ class Episode:
         knowledge: Callable[[], KnowledgeIndex] | None = None,
         tokens: TokenBook | None = None,
         shopper: Shopper | None = None,
+        rephraser: Rephraser | None = None,
     ) -> None:
         self.task_id = task.id
         self.intent = task.intent
@@ -117,6 +119,7 @@ class Episode:
         self._specs = specs
         self._tokens = tokens if tokens is not None else TokenBook(key)
         self._shopper = shopper
+        self._rephraser = rephraser if shopper is not None else None
         self._tools = ShopTools(index, self._tokens, limits, knowledge, shopper)
         self.turn = 0
         self._calls_in_turn = 0
@@ -232,6 +235,38 @@ class Episode:
             )
         )
         return Observation(content=content, error=code)
+
+    async def acall(self, name: str, arguments: dict[str, Any] | str | None = None) -> Observation:
+        """:meth:`call`, then, when the episode has an LLM shopper and the call was an answered
+        ``ask_shopper``, the answer reworded by the model (awaited here, so no HTTP blocks
+        the loop) where it is faithful, else the rules' words; never raises."""
+        start = time.perf_counter()
+        obs = self.call(name, arguments)
+        if self._rephraser is None or self._shopper is None or obs.error is not None:
+            return obs
+        if self.log[-1].name != "ask_shopper":
+            return obs
+        text = await self._shopper.reword(self._rephraser)
+        if text is None:
+            return obs
+        return self._reworded(text, start)
+
+    def accept_rewording(self, text: str) -> bool:
+        """Take `text` as the wording of the last ``ask_shopper`` answer when it is faithful
+        to the rules' answer (a replay passes an LLM shopper's archived words here)."""
+        if self._shopper is None or not self.log or self.log[-1].name != "ask_shopper":
+            return False
+        if not self._shopper.accept(text):
+            return False
+        self._reworded(text, None)
+        return True
+
+    def _reworded(self, text: str, start: float | None) -> Observation:
+        """The last log entry with `text` as its result (and the rewording's time added)."""
+        last = self.log[-1]
+        latency = last.latency_ms if start is None else (time.perf_counter() - start) * 1000.0
+        self.log[-1] = last.model_copy(update={"result": text, "latency_ms": latency})
+        return Observation(content=text)
 
     def _parse_arguments(self, tool: str, arguments: dict[str, Any] | str | None) -> dict[str, Any]:
         """The call's arguments as a dict: size checked, then read by the one reader

@@ -13,7 +13,9 @@ Deterministic and validator-owned. A question (at most
 The wording is drawn from a generator seeded with the episode's dialogue id and the
 question's number, so a replay of the episode gets the same words. Each answered question
 is logged (:class:`~shopbench.records.dialogue.ShopperTurn`); past the task's cap the
-shopper answers no more (the call is refused and costs nothing).
+shopper answers no more (the call is refused and costs nothing). An optional LLM shopper
+(:mod:`shopbench.env.rephrase`) may reword an answer; its words stand only when faithful,
+and the log says who answered.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from shopbench.env.answers import (
 )
 from shopbench.env.errors import ArgumentError, LimitError
 from shopbench.env.questions import MAX_QUESTION_CHARS, read_question
+from shopbench.env.rephrase import Rephraser, faithful
+from shopbench.errors import ShopbenchError
 from shopbench.outcome.spec import Slot
 from shopbench.records.dialogue import Dialogue, ShopperTurn
 from shopbench.tasks.hidden import PAIR, PRICE, SERVICE, HiddenCard, slot_topics
@@ -51,21 +55,54 @@ class Shopper:
         *,
         question_cost: float,
         max_questions: int,
+        title: str = "",
     ) -> None:
         self._slot = slot
         self._card = card
         self._hidden = set(card.topics())
         self._constrained = set(slot_topics(slot))
         self._pairs = _pairs(slot)
+        self._values = list(self._pairs.values())
         self._keys = tuple(dict.fromkeys([*self._pairs, *keys]))
         self._id = dialogue_id
         self._cost = question_cost
         self._cap = max_questions
         self._turns: list[ShopperTurn] = []
+        self._title_words = [w for w in title.lower().split() if len(w) >= 4]
+        self._last: str | None = None  # the rules' words for the last answered question
 
     def answer(self, question: str, turn: int) -> str:
         """The shopper's answer to `question`, asked in assistant turn `turn`; LimitError
         past the cap, ArgumentError for an empty or over-long question (neither counts)."""
+        self._last = None
+        text = self._answer(question, turn)
+        self._last = text
+        return text
+
+    async def reword(self, rephraser: Rephraser) -> str | None:
+        """The last answer reworded by `rephraser` (the LLM shopper), kept and logged as the
+        LLM's when :meth:`accept` takes it; None, the rules' words standing, on any failure."""
+        if self._last is None:
+            return None
+        try:
+            text = await rephraser.rephrase(self._last)
+        except (ShopbenchError, OSError, ValueError):
+            return None
+        return text if self.accept(text) else None
+
+    def accept(self, text: str) -> bool:
+        """Take `text` as the last answer's wording when it says what the rules said and
+        nothing more (:func:`~shopbench.env.rephrase.faithful`); a replay passes the
+        archived wording here."""
+        if self._last is None or not self._turns:
+            return False
+        if faithful(self._last, text, values=self._values, forbidden=self._title_words):
+            return False
+        self._turns[-1] = self._turns[-1].model_copy(update={"by": "llm"})
+        self._last = None
+        return True
+
+    def _answer(self, question: str, turn: int) -> str:
         if len(self._turns) >= self._cap:
             raise LimitError(
                 f"ask_shopper: the customer has answered {self._cap} questions, the most per "

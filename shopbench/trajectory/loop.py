@@ -117,7 +117,9 @@ async def _ask(
         return None, ("invalid_reply", short(str(e))), ms
 
 
-def _execute(prepared: PreparedTurn, episode: Episode, messages: list[ChatMessage]) -> int:
+async def _execute(
+    prepared: PreparedTurn, episode: Episode, messages: list[ChatMessage]
+) -> int:
     """Run the reply's calls through the episode, answering each with a tool message; an
     oversized reply's calls are answered without running. Returns how many ran."""
     refusal = next((t for k, t in prepared.notices if k == "oversized"), None)
@@ -126,7 +128,7 @@ def _execute(prepared: PreparedTurn, episode: Episode, messages: list[ChatMessag
         if refusal is not None:
             content = f"Error: this call was not run: {refusal}"
         else:
-            content = episode.call(name, args).content
+            content = (await episode.acall(name, args)).content
             ran += 1
         messages.append(
             ChatMessage(
@@ -193,7 +195,7 @@ async def run_episode(
         for kind, text in prepared.notices:
             failures.append(TurnFailure(turn=turn, kind=kind, detail=short(text)))
         t1 = time.perf_counter()
-        ran = _execute(prepared, episode, messages)
+        ran = await _execute(prepared, episode, messages)
         env_ms = (time.perf_counter() - t1) * 1000.0
         timings.append(TurnTiming(turn=turn, policy_ms=policy_ms, env_ms=env_ms))
         if not prepared.calls:
