@@ -230,7 +230,7 @@ def test_an_eval_export_opens_with_inspects_own_reader(
     ("url", "status", "param", "allowed"),
     [
         ("/v1/trajectories?intent=bogus", 422, "intent", ["product", "shop", "voucher",
-                                                          "knowledge"]),
+                                                          "knowledge", "clarify"]),
         ("/v1/trajectories?success=maybe", 422, "success", ["true", "false"]),
         ("/v1/trajectories?colour=red", 422, "colour", None),
         ("/v1/trajectories?format=xml", 422, "format",
