@@ -63,9 +63,16 @@ class SizeFigure(BaseModel):
     kept: int
     seconds: float
     episodes_per_s: float
+    pass_one_seconds: float = Field(
+        default=0.0, description="from the start until the ledger holds every episode"
+    )
     peak_rss_mib: float = Field(description="the driver process (all of the local engine)")
     worker_peak_rss_mib: list[float] = Field(
         default_factory=list, description="each Ray worker process's peak RSS"
+    )
+    driver_cpu_s: float = Field(default=0.0, description="CPU time of the driver process")
+    worker_cpu_s: list[float] = Field(
+        default_factory=list, description="each Ray worker process's CPU time"
     )
 
 
@@ -107,7 +114,7 @@ def _judged(base: list) -> list:  # type: ignore[type-arg]
 def _curate_child(
     root: str, out: str, verifier: Verifier | None, signatures: str, engine: str = "local",
     workers: int = 1,
-) -> tuple[int, int, float, float, list[float]]:  # fmt: skip
+) -> tuple[int, int, float, float, float, list[float], float, list[float]]:  # fmt: skip
     os.environ["OMP_NUM_THREADS"] = "1"
     from shopbench.curation.config import load_config
     from shopbench.curation.engine import EngineConfig, open_engine
@@ -122,15 +129,21 @@ def _curate_child(
     with contextlib.suppress(ImportError):
         import pandas  # noqa: F401
     runner = open_engine(EngineConfig(kind=engine, workers=workers))  # a Ray start excluded
+    last = [0.0]
+
+    def progress(rows: int) -> None:
+        last[0] = time.perf_counter()
+
     try:
-        t0 = time.perf_counter()
-        report = curate(root, Path(out), cfg, verifier=verifier, engine=runner)
-        seconds = time.perf_counter() - t0
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        report = curate(root, Path(out), cfg, verifier=verifier, engine=runner, progress=progress)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         figures = [f.peak_rss_mib for f in runner.figures()]
+        cpus = [f.cpu_seconds for f in runner.figures()]
     finally:
         runner.close()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return report.episodes_in, report.kept, seconds, peak, figures
+    return report.episodes_in, report.kept, seconds, last[0] - t0, peak, figures, cpu, cpus
 
 
 def _bytes(root: Path) -> int:
@@ -171,12 +184,12 @@ def run_curate_bench(
                         _curate_child, str(root), str(out), verifier if cfg.verify else None,
                         cfg.signatures, engine, workers,
                     )  # fmt: skip
-                    episodes, kept, seconds, peak, each = job.result()
+                    episodes, kept, seconds, first, peak, each, cpu, cpus = job.result()
                 runs.append(SizeFigure(
                     engine=engine, workers=workers, episodes=episodes, archive_bytes=size,
-                    kept=kept, seconds=round(seconds, 2),
+                    kept=kept, seconds=round(seconds, 2), pass_one_seconds=round(first, 2),
                     episodes_per_s=round(episodes / seconds, 1), peak_rss_mib=round(peak, 1),
-                    worker_peak_rss_mib=each,
+                    worker_peak_rss_mib=each, driver_cpu_s=round(cpu, 2), worker_cpu_s=cpus,
                 ))  # fmt: skip
             shutil.rmtree(root, ignore_errors=True)
             shutil.rmtree(out, ignore_errors=True)

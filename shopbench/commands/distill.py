@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from shopbench.commands.flags import Flags
+from shopbench.curation.engine_config import EngineConfig
 from shopbench.distill.config import CONFIGS, TrainConfig
 from shopbench.distill.dataset import BuildConfig
 from shopbench.distill.rows import RowFormat
@@ -21,6 +22,7 @@ distill_app = typer.Typer(
     help="Distillation: curated episodes → SFT dataset → fine-tuned model.", no_args_is_help=True
 )
 _BUILD = Flags(BuildConfig)
+_ENGINE = Flags(EngineConfig)
 _FIELDS = TrainConfig.model_fields
 PREPARED = ("tiny", "smollm2")
 
@@ -39,15 +41,31 @@ def build_command(
     view: str = _BUILD.option("view", "--view"),
     history: int | None = _BUILD.option("history", "--history"),
     prompt: str = _BUILD.option("prompt", "--prompt"),
+    engine: str = _ENGINE.option("kind", "--engine"),
+    address: str | None = _ENGINE.option("address", "--address"),
+    workers: int | None = _ENGINE.option("workers", "--workers"),
 ) -> None:
     """Write the SFT dataset (train/validation Parquet in TRL's conversational format)."""
+    from shopbench.curation.engine import open_engine
     from shopbench.distill.dataset import build_sft
 
     config = _BUILD.build(
         format=fmt, validation_fraction=validation_fraction, seed=seed, view=view,
         history=history, prompt=prompt,
     )  # fmt: skip
-    report = build_sft(curated, out, config)
+    where = _ENGINE.build(kind=engine, address=address, workers=workers)
+    runner = open_engine(where)  # a cluster that cannot run the job fails here, before any work
+    try:
+        from shopbench.curation.ray_engine import RayEngine
+
+        source = None
+        if isinstance(runner, RayEngine):
+            from shopbench.distill.ray_build import ray_episode_rows
+
+            source = ray_episode_rows(runner)
+        report = build_sft(curated, out, config, source=source)
+    finally:
+        runner.close()
     dropped = ", ".join(f"{n} {r}" for r, n in sorted(report.dropped.items())) or "none"
     typer.echo(
         f"{report.episodes} episodes → {report.rows['train']} train rows "

@@ -202,29 +202,46 @@ def curated_files(path: Path) -> list[Path]:
 def read_curated(path: Path) -> Iterator[CuratedEpisode]:
     """The episodes of the curated set at `path`, in order, one row group in memory at a
     time. CuratedSetError when there are no curated files or a file is not one."""
+    for file, groups in curated_groups(path):
+        for group in range(groups):
+            yield from read_curated_group(file, group)
+
+
+def curated_groups(path: Path) -> list[tuple[Path, int]]:
+    """Each file of the curated set at `path`, in order, with its number of row groups (the
+    units :func:`read_curated_group` reads). CuratedSetError as :func:`read_curated`."""
+    out = []
     for file in curated_files(path):
+        out.append((file, _curated_file(file).num_row_groups))
+    return out
+
+
+def _curated_file(file: Path) -> pq.ParquetFile:
+    try:
+        reader = pq.ParquetFile(file)
+    except (OSError, pa.ArrowException) as e:
+        raise CuratedSetError(f"{file}: not a Parquet file ({e})") from None
+    missing = [n for n in CURATED_SCHEMA.names
+               if n not in reader.schema_arrow.names and n not in LATE_COLUMNS]  # fmt: skip
+    if missing:
+        raise CuratedSetError(f"{file}: not a curated file (missing {', '.join(missing)})")
+    return reader
+
+
+def read_curated_group(file: Path, group: int) -> Iterator[CuratedEpisode]:
+    """The episodes of one row group of one curated file, in order (a unit of work any
+    engine can hand out). CuratedSetError for a file that is not a curated one."""
+    table = _curated_file(file).read_row_group(group)
+    try:
+        trajectories = from_table(table)
+    except SinkError as e:
+        raise CuratedSetError(f"{file}: {e}") from None
+    weights = table.column("curation_weight").to_pylist()
+    tags = table.column("curation_tags").to_pylist()
+    masks = table.column("turn_mask").to_pylist()
+    for t, w, g, m in zip(trajectories, weights, tags, masks, strict=True):
         try:
-            reader = pq.ParquetFile(file)
-        except (OSError, pa.ArrowException) as e:
-            raise CuratedSetError(f"{file}: not a Parquet file ({e})") from None
-        missing = [n for n in CURATED_SCHEMA.names
-                   if n not in reader.schema_arrow.names and n not in LATE_COLUMNS]  # fmt: skip
-        if missing:
-            raise CuratedSetError(f"{file}: not a curated file (missing {', '.join(missing)})")
-        for group in range(reader.num_row_groups):
-            table = reader.read_row_group(group)
-            try:
-                trajectories = from_table(table)
-            except SinkError as e:
-                raise CuratedSetError(f"{file}: {e}") from None
-            weights = table.column("curation_weight").to_pylist()
-            tags = table.column("curation_tags").to_pylist()
-            masks = table.column("turn_mask").to_pylist()
-            for t, w, g, m in zip(trajectories, weights, tags, masks, strict=True):
-                try:
-                    yield CuratedEpisode(trajectory=t, weight=w, tags=g or [], turn_mask=m)
-                except ValidationError as e:
-                    first = e.errors(include_url=False)[0]
-                    raise CuratedSetError(
-                        f"{file}: episode {t.episode_id}: {first['msg']}"
-                    ) from None
+            yield CuratedEpisode(trajectory=t, weight=w, tags=g or [], turn_mask=m)
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            raise CuratedSetError(f"{file}: episode {t.episode_id}: {first['msg']}") from None

@@ -28,8 +28,10 @@ class EngineConfig(BaseModel):
 
 
 class WorkerFigure(BaseModel):
-    """One worker process of a run: where it ran, the shards it took, its peak memory."""
+    """One worker process of a run: where it ran (node:pid), the shards it took (in either
+    pass), its peak memory and the CPU time it had used at its last shard."""
 
     worker: str
-    shards: int
-    peak_rss_mib: float
+    shards: int = 0
+    peak_rss_mib: float = 0.0
+    cpu_seconds: float = 0.0

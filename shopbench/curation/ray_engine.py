@@ -39,15 +39,16 @@ from shopbench.curation.stages import ShardWork, concat, shard_kept, shard_ledge
 if TYPE_CHECKING:
     from shopbench.curation.curator import Curator
 
-_UNIT, _CHUNK, _WORKER, _RSS = "_unit", "_chunk", "_worker", "_rss_mib"
-_STATS = (_UNIT, _CHUNK, _WORKER, _RSS)
+_UNIT, _CHUNK, _WORKER, _RSS, _CPU = "_unit", "_chunk", "_worker", "_rss_mib", "_cpu_s"
+STATS = (_UNIT, _CHUNK, _WORKER, _RSS, _CPU)
 _CONNECT_TIMEOUT_S = 5.0
 _PROBE_TIMEOUT_S = 120.0
 _ACTORS_TIMEOUT_S = 300
 INSTALL_HINT = "pip install 'shopbench[scale]'"
 
 
-def _worker_id() -> str:
+def worker_id() -> str:
+    """This Ray worker process, as the figures name it: its node's id (8 hex) and its pid."""
     import ray
 
     return f"{ray.get_runtime_context().get_node_id()[:8]}:{os.getpid()}"
@@ -57,13 +58,21 @@ def _peak_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _with_stats(table: pa.Table, unit: int, chunk: int, worker: str) -> pa.Table:
+def _cpu_s() -> float:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return round(use.ru_utime + use.ru_stime, 3)
+
+
+def with_stats(table: pa.Table, unit: int, chunk: int, worker: str) -> pa.Table:
+    """`table` (a stage's output for work unit `unit`) with the columns the driver reads
+    and drops (:data:`STATS`): the unit, the chunk of it, the worker, its peak RSS and CPU."""
     n = table.num_rows
     return (
         table.append_column(_UNIT, pa.array([unit] * n, pa.int64()))
         .append_column(_CHUNK, pa.array([chunk] * n, pa.int64()))
         .append_column(_WORKER, pa.array([worker] * n, pa.string()))
         .append_column(_RSS, pa.array([_peak_mib()] * n, pa.float64()))
+        .append_column(_CPU, pa.array([_cpu_s()] * n, pa.float64()))
     )
 
 
@@ -92,14 +101,14 @@ class PassOne:
 
         # The curator comes by reference (put once by the driver, fetched once per actor).
         self.curator: Curator = ray.get(held[0])
-        self.worker = _worker_id()
+        self.worker = worker_id()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         out = []
         for row in batch.to_pylist():
             table = concat(shard_ledger(self.curator, _work_of(row), check=True),
                            self.curator.schema)  # fmt: skip
-            out.append(_with_stats(table, int(row["unit"]), 0, self.worker))
+            out.append(with_stats(table, int(row["unit"]), 0, self.worker))
         return pa.concat_tables(out)
 
 
@@ -109,14 +118,14 @@ class PassTwo:
     row marked with the batch of the shard it came from."""
 
     def __init__(self) -> None:
-        self.worker = _worker_id()
+        self.worker = worker_id()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         out = []
         for row in batch.to_pylist():
             kept = pa.ipc.open_stream(io.BytesIO(row["kept"])).read_all()
             for chunk, table in enumerate(shard_kept(_work_of(row), kept, check=True)):
-                out.append(_with_stats(table, int(row["unit"]), chunk, self.worker))
+                out.append(with_stats(table, int(row["unit"]), chunk, self.worker))
         return pa.concat_tables(out)
 
 
@@ -190,6 +199,7 @@ class RayEngine:
         self.cfg = cfg
         self.workers = workers
         self._figures: dict[str, WorkerFigure] = {}
+        self._shards: dict[str, set[tuple[str, int]]] = {}
 
     @classmethod
     def connect(cls, cfg: EngineConfig) -> RayEngine:
@@ -230,12 +240,12 @@ class RayEngine:
             self._pool(len(items)), {"held": [ray.put(curator)]},
         )  # fmt: skip
         expect = 0
-        for table in self._run(ds):
+        for table in self._run("one", ds):
             first = table.column("seq")[0].as_py() if table.num_rows else None
             if first is not None and first != expect:
                 raise CurationError(f"the Ray run returned row {first} where {expect} was due")
             expect += table.num_rows
-            yield table.drop_columns(list(_STATS))
+            yield table.drop_columns(list(STATS))
 
     def kept_tables(self, kept: Iterable[tuple[ShardWork, pa.Table]]) -> Iterator[pa.Table]:
         import ray.data
@@ -251,7 +261,7 @@ class RayEngine:
         )  # fmt: skip
         pending: list[pa.Table] = []
         key: tuple[int, int] | None = None
-        for table in self._run(ds):
+        for table in self._run("two", ds):
             units, chunks = table.column(_UNIT).to_pylist(), table.column(_CHUNK).to_pylist()
             start = 0
             for i in range(1, len(units) + 1):  # one table per batch of a shard, in order
@@ -264,10 +274,31 @@ class RayEngine:
                     yield pa.concat_tables(pending)
                     pending = []
                 key = part_key
-                pending.append(table.slice(start, i - start).drop_columns(list(_STATS)))
+                pending.append(table.slice(start, i - start).drop_columns(list(STATS)))
                 start = i
         if pending:
             yield pa.concat_tables(pending)
+
+    def map_units(
+        self, stage: str, items: list[dict[str, Any]], cls: type,
+        kwargs: dict[str, Any] | None = None,
+    ) -> Iterator[pa.Table]:  # fmt: skip
+        """Any stage over work units on the pool: `cls` (a Ray Data callable class built
+        with `kwargs`) maps each item (a dict with its ``unit`` number) to a table stamped
+        by :func:`with_stats`; the tables come back in the items' order, stats dropped."""
+        import ray.data
+
+        if not items:
+            return
+        ds = _mapped(ray.data.from_items(items, override_num_blocks=len(items)), cls,
+                     self._pool(len(items)), kwargs)  # fmt: skip
+        last = -1
+        for table in self._run(stage, ds):
+            units = table.column(_UNIT).to_pylist()
+            if units and (units[0] < last or units != sorted(units)):
+                raise CurationError(f"the Ray run returned {stage}'s units out of order")
+            last = units[-1] if units else last
+            yield table.drop_columns(list(STATS))
 
     def _pool(self, shards: int) -> Any:
         """A fixed pool of actors: one per worker, no more than there are shards, each
@@ -279,33 +310,31 @@ class RayEngine:
             size=min(self.workers, shards), max_tasks_in_flight_per_actor=1
         )
 
-    def _run(self, ds: Any) -> Iterator[pa.Table]:
+    def _run(self, stage: str, ds: Any) -> Iterator[pa.Table]:
         """The dataset's output blocks in order, each worker's figures noted; a failure on
         the cluster as one CurationError."""
         try:
             for table in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-                self._note(table)
+                self._note(stage, table)
                 yield table
         except CurationError:
             raise
         except Exception as e:  # noqa: BLE001 (Ray's errors share no base: one boundary)
             raise _task_error(e) from None
 
-    def _note(self, table: pa.Table) -> None:
+    def _note(self, stage: str, table: pa.Table) -> None:
+        """Each worker's shards, peak RSS and CPU seconds so far, from a block's stats."""
         if table.num_rows == 0:
             return
-        shards: dict[str, set[int]] = {}
-        peaks: dict[str, float] = {}
-        for unit, worker, rss in zip(table.column(_UNIT).to_pylist(),
-                                     table.column(_WORKER).to_pylist(),
-                                     table.column(_RSS).to_pylist(), strict=True):  # fmt: skip
-            shards.setdefault(worker, set()).add(unit)
-            peaks[worker] = max(peaks.get(worker, 0.0), rss)
-        for worker, units in shards.items():
+        rows = zip(*(table.column(c).to_pylist() for c in (_UNIT, _WORKER, _RSS, _CPU)),
+                   strict=True)  # fmt: skip
+        for unit, worker, rss, cpu in rows:
+            self._shards.setdefault(worker, set()).add((stage, unit))
             old = self._figures.get(worker)
             self._figures[worker] = WorkerFigure(
-                worker=worker, shards=(old.shards if old else 0) + len(units),
-                peak_rss_mib=max(old.peak_rss_mib if old else 0.0, peaks[worker]),
+                worker=worker, shards=len(self._shards[worker]),
+                peak_rss_mib=max(old.peak_rss_mib if old else 0.0, rss),
+                cpu_seconds=max(old.cpu_seconds if old else 0.0, cpu),
             )  # fmt: skip
 
     def figures(self) -> list[WorkerFigure]:

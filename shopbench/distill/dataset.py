@@ -15,6 +15,7 @@ episode of weight 0 is left out of both splits.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,10 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.format.views import ObservationView, PromptName, ViewName
-from shopbench.curation.curated import read_curated
+from shopbench.curation.curated import CuratedEpisode, read_curated
 from shopbench.distill.card import write_sft_card
 from shopbench.distill.errors import DistillError, NoSamplesError
-from shopbench.distill.rows import RowFormat, SftRow, rows_of
+from shopbench.distill.rows import RowFormat, rows_of
 from shopbench.distill.split import copies_of, split_of
 from shopbench.records.task import Intent
 
@@ -122,6 +123,46 @@ class BuildReport(BaseModel):
     clusters: dict[str, list[str]] = Field(description="split → its clusters, sorted")
 
 
+class EpisodeRows(BaseModel):
+    """What one curated episode gives a build (:func:`episode_rows`): its split, cluster,
+    copies and rows, and what was left out of it."""
+
+    counted: bool = Field(description="False: left out before counting (another intent)")
+    side: str = "train"
+    cluster: str = ""
+    copies: int = 0
+    rows: list[dict[str, Any]] = Field(default_factory=list, description="SftRow dumps")
+    dropped: dict[str, int] = Field(default_factory=dict)
+
+
+def episode_rows(episode: CuratedEpisode, config: BuildConfig) -> EpisodeRows:
+    """One curated episode's part of a build: the stage any engine runs per episode (its
+    rows, its split by cluster, its copies by weight; all deterministic by the config's
+    seed and the episode's own ids)."""
+    t = episode.trajectory
+    if config.intents is not None and t.intent not in config.intents:
+        return EpisodeRows(counted=False, dropped={"another intent": 1})
+    made = rows_of(episode, config.format, config.observation_view)
+    dropped = dict(made.dropped)
+    cluster = t.cluster or t.task_id
+    side = split_of(cluster, seed=config.seed, validation_fraction=config.validation_fraction)
+    copies = 1 if episode.weight > 0 else 0
+    if side == "train":
+        copies = copies_of(episode.weight, seed=config.seed, episode_id=t.episode_id)
+    if copies == 0:
+        dropped["weight 0"] = dropped.get("weight 0", 0) + len(made.rows)
+        return EpisodeRows(counted=True, side=side, cluster=cluster, dropped=dropped)
+    rows = [r.model_dump() for r in made.rows]
+    return EpisodeRows(counted=True, side=side, cluster=cluster, copies=copies, rows=rows,
+                       dropped=dropped)  # fmt: skip
+
+
+def local_episode_rows(curated: Path, config: BuildConfig) -> Iterator[EpisodeRows]:
+    """:func:`episode_rows` of every episode of the curated set, in order, here."""
+    for episode in read_curated(curated):
+        yield episode_rows(episode, config)
+
+
 class _Writer:
     """One split's Parquet file, written in batches."""
 
@@ -132,8 +173,8 @@ class _Writer:
         self.writer: pq.ParquetWriter | None = None
         self.count = 0
 
-    def add(self, row: SftRow) -> None:
-        self.pending.append(row.model_dump())
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
         self.count += 1
         if len(self.pending) >= self.batch_rows:
             self.flush()
@@ -154,10 +195,15 @@ class _Writer:
             self.writer.close()
 
 
-def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> BuildReport:
+def build_sft(
+    curated: Path, out: Path, config: BuildConfig | None = None, *,
+    source: Callable[[Path, BuildConfig], Iterable[EpisodeRows]] | None = None,
+) -> BuildReport:  # fmt: skip
     """Write the SFT dataset of the curated set at `curated` to `out` and return the report
     (also written as ``out/build.json``). NoSamplesError when no row is left to train (then
-    only ``build.json`` is left in `out`)."""
+    only ``build.json`` is left in `out`). `source` gives each episode's
+    :func:`episode_rows`, in order (default: :func:`local_episode_rows`, here; the Ray
+    engine's runs them on a cluster): the dataset is the same whatever gives them."""
     config = config or BuildConfig()
     out = Path(out)
     if any((out / f"{s}.parquet").exists() for s in SPLITS):
@@ -168,31 +214,23 @@ def build_sft(curated: Path, out: Path, config: BuildConfig | None = None) -> Bu
     dropped: dict[str, int] = {}
     episodes = repeats = 0
     try:
-        for episode in read_curated(curated):
-            if config.intents is not None and episode.trajectory.intent not in config.intents:
-                dropped["another intent"] = dropped.get("another intent", 0) + 1
+        made = source(curated, config) if source is not None else local_episode_rows(
+            curated, config
+        )  # fmt: skip
+        for part in made:
+            for reason, n in part.dropped.items():
+                dropped[reason] = dropped.get(reason, 0) + n
+            if not part.counted:
                 continue
             episodes += 1
-            made = rows_of(episode, config.format, config.observation_view)
-            for reason, n in made.dropped.items():
-                dropped[reason] = dropped.get(reason, 0) + n
-            t = episode.trajectory
-            cluster = t.cluster or t.task_id
-            side = split_of(
-                cluster, seed=config.seed, validation_fraction=config.validation_fraction
-            )
-            copies = 1 if episode.weight > 0 else 0
-            if side == "train":
-                copies = copies_of(episode.weight, seed=config.seed, episode_id=t.episode_id)
-            if copies == 0:
-                dropped["weight 0"] = dropped.get("weight 0", 0) + len(made.rows)
+            if part.copies == 0:
                 continue
-            if made.rows:
-                clusters[side].add(cluster)
-            for row in made.rows:
-                for _ in range(copies):
-                    writers[side].add(row)
-                repeats += copies - 1
+            if part.rows:
+                clusters[part.side].add(part.cluster)
+            for row in part.rows:
+                for _ in range(part.copies):
+                    writers[part.side].add(row)
+                repeats += part.copies - 1
     finally:
         for w in writers.values():
             w.close()

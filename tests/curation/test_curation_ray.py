@@ -149,6 +149,31 @@ def test_ray_curates_a_bucket_as_the_local_engine_does(
     assert report["episodes_in"] == 24 and report["archive"] == url
 
 
+def test_distill_build_on_ray_writes_the_local_builds_dataset(
+    cluster: str, arena: Path, tmp_path: Path
+) -> None:
+    curated = tmp_path / "curated"
+    done = _curate(tmp_path, "--archive", str(arena / "archive"), "--out", str(curated))
+    assert done.returncode == 0, done.stderr
+    outs = {}
+    for engine in ("local", "ray"):
+        outs[engine] = tmp_path / f"sft-{engine}"
+        built = subprocess.run(
+            [sys.executable, "-m", "shopbench.cli", "distill", "build", "--curated",
+             str(curated), "--out", str(outs[engine]), "--format", "step",
+             "--validation-fraction", "0.3", "--engine", engine, "--address", cluster],
+            cwd=tmp_path, env=ray_env(), capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stderr
+    local, ray = _files(outs["local"]), _files(outs["ray"])
+    assert sorted(local) == sorted(ray) == [
+        "README.md", "build.json", "train.parquet", "validation.parquet"
+    ]
+    assert [name for name in local if local[name] != ray[name]] == []
+    report = json.loads(local["build.json"])
+    assert report["episodes"] > 0 and report["rows"]["train"] > report["episodes"]
+
+
 def test_shards_that_fail_verification_give_the_same_refusal_on_both_engines(
     cluster: str, arena: Path, tmp_path: Path
 ) -> None:

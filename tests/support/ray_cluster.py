@@ -25,8 +25,11 @@ READY_TIMEOUT_S = 90.0
 
 
 def ray_env(**extra: str) -> dict[str, str]:
-    """The environment of a node or driver: no usage stats, one thread per library."""
-    return os.environ | {"RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1"} | extra
+    """The environment of a node or driver: no usage stats, one thread per library, and no
+    token authentication (a loopback cluster of the test's own; without this, a token file
+    another local Ray run left in ``~/.ray`` turns it on for the nodes and not the driver)."""
+    fixed = {"RAY_USAGE_STATS_ENABLED": "0", "OMP_NUM_THREADS": "1", "RAY_AUTH_MODE": "disabled"}
+    return os.environ | fixed | extra
 
 
 def _ray() -> str:
