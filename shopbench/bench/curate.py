@@ -112,12 +112,13 @@ def _judged(base: list) -> list:  # type: ignore[type-arg]
 
 
 def _curate_child(
-    root: str, out: str, verifier: Verifier | None, signatures: str, engine: str = "local",
-    workers: int = 1,
+    root: str, out: str, verifier: Verifier | None, signatures: str,
+    engine: Literal["local", "ray"] = "local", workers: int = 1,
 ) -> tuple[int, int, float, float, float, list[float], float, list[float]]:  # fmt: skip
     os.environ["OMP_NUM_THREADS"] = "1"
     from shopbench.curation.config import load_config
-    from shopbench.curation.engine import EngineConfig, open_engine
+    from shopbench.curation.engine import open_engine
+    from shopbench.curation.engine_config import EngineConfig
     from shopbench.curation.pipeline import curate
 
     cfg = load_config()
@@ -150,9 +151,9 @@ def _bytes(root: Path) -> int:
     return sum(f.stat().st_size for f in root.rglob("*.parquet"))
 
 
-def _runs(cfg: CurateBenchConfig) -> list[tuple[str, int]]:
+def _runs(cfg: CurateBenchConfig) -> list[tuple[Literal["local", "ray"], int]]:
     """(engine, workers) of each run on an archive: local once, Ray once per count."""
-    out: list[tuple[str, int]] = []
+    out: list[tuple[Literal["local", "ray"], int]] = []
     for engine in cfg.engines:
         out += [("local", 1)] if engine == "local" else [("ray", n) for n in cfg.workers]
     return out
