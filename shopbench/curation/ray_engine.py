@@ -214,10 +214,10 @@ class RayEngine:
         if address is not None and address != "auto":
             _reachable(address.removeprefix("ray://"))
         options: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False}
-        if address is None:  # a Ray instance of this run alone
+        if address is None:  # a Ray instance of this run alone, never one found running here
             options |= {"include_dashboard": False, "num_cpus": cfg.workers}
         try:
-            ray.init(address=address, **options)
+            ray.init(address=address or "local", **options)
         except (ConnectionError, RuntimeError, ValueError) as e:
             where = f"--address {address}" if address else "a local Ray instance"
             raise CurationError(f"{where}: cannot connect ({e})") from None
