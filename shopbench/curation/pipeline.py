@@ -10,6 +10,11 @@ the ledger (:meth:`~shopbench.curation.ledger.Ledger.run`). Pass
 two reads the shards again in the same order and copies the kept rows, untouched, into the
 curated set with their weights, tags and masks. Nothing but one batch and the ledger's
 bounded cache is in memory at any time.
+
+Both passes are per-shard stages (:mod:`shopbench.curation.stages`) that an engine runs
+(:mod:`shopbench.curation.engine`): here, shard after shard, or on a Ray cluster's workers.
+The ledger, the rules' decisions, the report and the writer are this module's whatever the
+engine, so the curated set is the same.
 """
 
 from __future__ import annotations
