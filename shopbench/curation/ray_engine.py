@@ -223,6 +223,11 @@ class RayEngine:
             raise CurationError(f"{where}: cannot connect ({e})") from None
         try:
             cpus = _check_nodes(ray, address or "a local Ray instance")
+            if cfg.workers is not None and cfg.workers > cpus:
+                raise CurationError(
+                    f"--workers {cfg.workers}: the Ray cluster has {cpus} CPUs (a worker "
+                    "takes one)"
+                )
         except BaseException:
             ray.shutdown()
             raise

@@ -217,6 +217,19 @@ def test_an_unreachable_address_is_one_error_and_writes_nothing(
     assert not out.exists()
 
 
+def test_more_workers_than_the_cluster_has_cpus_is_one_error_and_writes_nothing(
+    cluster: str, arena: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    done = _curate(tmp_path, "--archive", str(arena / "archive"), "--out", str(out),
+                   "--engine", "ray", "--address", cluster, "--workers", "3")  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: --workers 3: the Ray cluster has 2 CPUs (a worker takes one)"
+    ]
+    assert not out.exists()
+
+
 def test_a_cluster_that_cannot_import_shopbench_is_one_error_and_writes_nothing(
     arena: Path, tmp_path: Path
 ) -> None:
