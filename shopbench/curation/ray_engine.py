@@ -328,16 +328,25 @@ class RayEngine:
             raise _task_error(e) from None
 
     def _note(self, stage: str, table: pa.Table) -> None:
-        """Each worker's shards, peak RSS and CPU seconds so far, from a block's stats."""
+        """Each worker's shards, peak RSS and CPU seconds so far, from a block's stats (one
+        aggregate per worker in the block: the driver's cost stays per block, not per row)."""
         if table.num_rows == 0:
             return
-        rows = zip(*(table.column(c).to_pylist() for c in (_UNIT, _WORKER, _RSS, _CPU)),
-                   strict=True)  # fmt: skip
-        for unit, worker, rss, cpu in rows:
-            self._shards.setdefault(worker, set()).add((stage, unit))
+        import pyarrow.compute as pc
+
+        stats = table.select([_UNIT, _WORKER, _RSS, _CPU]).group_by(_WORKER).aggregate(
+            [(_UNIT, "distinct"), (_RSS, "max"), (_CPU, "max")]
+        )  # fmt: skip
+        for worker, units, rss, cpu in zip(
+            stats.column(_WORKER).to_pylist(), stats.column(f"{_UNIT}_distinct").to_pylist(),
+            pc.cast(stats.column(f"{_RSS}_max"), pa.float64()).to_pylist(),
+            pc.cast(stats.column(f"{_CPU}_max"), pa.float64()).to_pylist(), strict=True,
+        ):  # fmt: skip
+            seen = self._shards.setdefault(worker, set())
+            seen.update((stage, u) for u in units)
             old = self._figures.get(worker)
             self._figures[worker] = WorkerFigure(
-                worker=worker, shards=len(self._shards[worker]),
+                worker=worker, shards=len(seen),
                 peak_rss_mib=max(old.peak_rss_mib if old else 0.0, rss),
                 cpu_seconds=max(old.cpu_seconds if old else 0.0, cpu),
             )  # fmt: skip
