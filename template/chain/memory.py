@@ -21,15 +21,13 @@ modelled. :meth:`fail_next` injects dropped connections, for retry tests.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import threading
-from collections.abc import AsyncIterator
 from typing import Any
 
 from bittensor import Balance, ChainError, ExtrinsicResult, RpcConnectionError
 
 from template.chain import memory_pallets, memory_storage
+from template.chain.memory_facts import FixedChainFacts, hash_of
 from template.chain.memory_state import (
     RAO_PER_UNIT,
     ChainState,
@@ -42,12 +40,7 @@ from template.chain.memory_state import (
 )
 
 
-def hash_of(block: int) -> str:
-    """The (made-up, stable) hash of block `block`."""
-    return "0x" + hashlib.sha256(f"memory-block:{block}".encode()).hexdigest()
-
-
-class MemorySubstrate:
+class MemorySubstrate(FixedChainFacts):
     """A one-node in-memory chain implementing ``bittensor.Substrate``; thread-safe."""
 
     def __init__(self, block_time: float = 12.0, start_block: int = 1) -> None:
@@ -214,9 +207,6 @@ class MemorySubstrate:
 
     # Substrate: display and lifecycle -------------------------------------------------
 
-    def balance(self, rao: int, netuid: int = 0) -> Balance:
-        return Balance(int(rao), netuid, self.token_symbols.get(netuid) if netuid else None)
-
     async def connect(self) -> None:
         self._enter()
 
@@ -237,21 +227,6 @@ class MemorySubstrate:
         self._enter()
         with self._lock:
             return self._state.block
-
-    async def finalized_block_number(self) -> int:
-        return await self.block_number()
-
-    async def block_time(self) -> float:
-        return self.block_time_s
-
-    async def spec_version(self) -> int:
-        return 0
-
-    async def get_block(
-        self, block_number: int | None = None, block_hash: str | None = None
-    ) -> dict | None:
-        number = block_number if block_number is not None else await self.block_number()
-        return {"header": {"number": number, "hash": hash_of(number)}, "extrinsics": []}
 
     async def query(
         self,
@@ -311,16 +286,6 @@ class MemorySubstrate:
     async def decode_scale(self, type_string: str, data: Any) -> Any:
         raise self._unmodelled("decoding of", "SCALE", type_string)
 
-    async def blocks(self, *, finalized: bool = False) -> AsyncIterator[dict]:
-        """Each new head as it is produced (polled; the chain only moves when told to)."""
-        seen = await self.block_number() - 1
-        while True:
-            head = await self.block_number()
-            for number in range(seen + 1, head + 1):
-                yield {"header": {"number": number, "hash": hash_of(number)}}
-            seen = head
-            await asyncio.sleep(min(self.block_time_s, 0.05))
-
     async def events(self, block_hash: str | None = None) -> list[dict]:
         with self._lock:
             found = [n for n in self._state.events if hash_of(n) == block_hash]
@@ -337,18 +302,9 @@ class MemorySubstrate:
             raise ChainError(f"cannot encode {module}.{function}: {e}") from None
         return call
 
-    async def estimate_fee(self, call: Any, keypair: Any) -> Balance:
-        return Balance.from_rao(0)
-
-    async def estimate_weight(self, call: Any, keypair: Any) -> dict:
-        return {"ref_time": 0, "proof_size": 0}
-
     async def account_next_index(self, address: str) -> int:
         with self._lock:
             return self._nonces.get(address, 0)
-
-    async def mev_next_key(self) -> bytes | None:
-        return None
 
     async def submit(
         self,
@@ -394,9 +350,6 @@ class MemorySubstrate:
 
     async def sign_extrinsic(self, call: Any, keypair: Any, *, nonce: int, period: int) -> Any:
         raise self._unmodelled("signing of", "raw", "extrinsics")
-
-    async def find_extrinsic(self, extrinsic_hash: str, block_hash: str) -> Any:
-        return None
 
     async def prepare(self, call: Any, **_kwargs: Any) -> Any:
         raise self._unmodelled("out-of-process signing", "prepare", "call")

@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 from bittensor import Balance, ChainError, ExtrinsicResult, RpcConnectionError
 
-from template.chain.memory import hash_of
+from template.chain.memory_facts import FixedChainFacts
 from template.chain.memory_state import SubnetParams
 from template.chain.memory_wire import CHAIN_DOMAIN, WireError, decode, encode, write_payload
 from template.signing import HotkeySigner
@@ -28,11 +27,13 @@ from template.signing import HotkeySigner
 _TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 
 
-class RemoteMemorySubstrate:
+class RemoteMemorySubstrate(FixedChainFacts):
     """``bittensor.Substrate`` over HTTP to a served in-memory chain at `url`.
 
     `signer` is the keypair of the neuron's hotkey, which signs its reveal deposits.
     """
+
+    poll_s = 0.5
 
     def __init__(self, url: str, signer: Any | None = None, block_time: float = 12.0) -> None:
         self.url = url.rstrip("/")
@@ -133,9 +134,6 @@ class RemoteMemorySubstrate:
 
     # Substrate: display and lifecycle ------------------------------------------------
 
-    def balance(self, rao: int, netuid: int = 0) -> Balance:
-        return Balance(int(rao), netuid, self.token_symbols.get(netuid) if netuid else None)
-
     async def connect(self) -> None:
         self.block_time_s = float(await self._read("block_time"))
 
@@ -152,21 +150,6 @@ class RemoteMemorySubstrate:
 
     async def block_number(self) -> int:
         return int(await self._read("block_number"))
-
-    async def finalized_block_number(self) -> int:
-        return await self.block_number()
-
-    async def block_time(self) -> float:
-        return self.block_time_s
-
-    async def spec_version(self) -> int:
-        return 0
-
-    async def get_block(
-        self, block_number: int | None = None, block_hash: str | None = None
-    ) -> dict[str, Any] | None:
-        number = block_number if block_number is not None else await self.block_number()
-        return {"header": {"number": number, "hash": hash_of(number)}, "extrinsics": []}
 
     async def query(
         self, module: str, storage_function: str, params: list[Any] | None = None,
@@ -203,16 +186,6 @@ class RemoteMemorySubstrate:
     async def decode_scale(self, type_string: str, data: Any) -> Any:
         raise self._unmodelled(f"decoding of SCALE {type_string}")
 
-    async def blocks(self, *, finalized: bool = False) -> AsyncIterator[dict[str, Any]]:
-        """Each new head as it is produced (polled)."""
-        seen = await self.block_number() - 1
-        while True:
-            head = await self.block_number()
-            for number in range(seen + 1, head + 1):
-                yield {"header": {"number": number, "hash": hash_of(number)}}
-            seen = head
-            await asyncio.sleep(min(self.block_time_s, 0.5))
-
     async def events(self, block_hash: str | None = None) -> list[dict[str, Any]]:
         return list(await self._read("events", block_hash))
 
@@ -222,17 +195,8 @@ class RemoteMemorySubstrate:
         await self._read("compose", list(call))
         return call
 
-    async def estimate_fee(self, call: Any, keypair: Any) -> Balance:
-        return Balance.from_rao(0)
-
-    async def estimate_weight(self, call: Any, keypair: Any) -> dict[str, int]:
-        return {"ref_time": 0, "proof_size": 0}
-
     async def account_next_index(self, address: str) -> int:
         return int(await self._read("account_next_index", address))
-
-    async def mev_next_key(self) -> bytes | None:
-        return None
 
     async def submit(
         self, call: Any, keypair: Any, *, nonce: int | None = None, period: int | None = None,
@@ -254,9 +218,6 @@ class RemoteMemorySubstrate:
 
     async def sign_extrinsic(self, call: Any, keypair: Any, *, nonce: int, period: int) -> Any:
         raise self._unmodelled("signing of raw extrinsics")
-
-    async def find_extrinsic(self, extrinsic_hash: str, block_hash: str) -> Any:
-        return None
 
     async def prepare(self, call: Any, **_kwargs: Any) -> Any:
         raise self._unmodelled("out-of-process signing")
