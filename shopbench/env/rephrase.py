@@ -36,7 +36,8 @@ MAX_REWORDING_CHARS = 300
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _LONG_DIGITS = re.compile(r"\d{6,}")
 _LINK = re.compile(r"https?://|www\.|\bproduct[_ ]?id\b|\bshop[_ ]?id\b", re.I)
-_THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+# A reasoning model's leading block (whatever its tag: the markers belong to agents/format).
+_LEADING_BLOCK = re.compile(r"^\s*<([a-z_]+)>.*?</\1>", re.S | re.I)
 _SERVICES: dict[str, re.Pattern[str]] = {
     "official": re.compile(r"official|lazmall", re.I),
     "freeShipping": re.compile(r"free (?:shipping|delivery)", re.I),
@@ -97,7 +98,7 @@ class LLMRephraser:
             raise MalformedReply("the rewording reply has no message content") from None
         if not isinstance(content, str):
             raise MalformedReply("the rewording reply's content is not text")
-        return _THINK.sub("", content).strip().strip("\"'").strip()
+        return _LEADING_BLOCK.sub("", content, count=1).strip().strip("\"'").strip()
 
     async def aclose(self) -> None:
         """Close the client's connections."""

@@ -93,6 +93,15 @@ def test_a_faithful_rewording_is_the_answer_and_replays(
     assert found == {"tool_log[0].result_digest", "outcome.dialogue.turns[0].by"}
 
 
+def test_a_reasoning_models_leading_block_is_not_part_of_the_rewording(
+    catalog: Catalog, task: Task, server: FakeJudgeServer
+) -> None:
+    server.reset(MODEL)
+    server.says[MODEL] = "<think>\nThey want it short.\n</think>\n" + REWORDED
+    _, t = _play(catalog, task, server.url)
+    assert _answer(t) == REWORDED
+
+
 @pytest.mark.parametrize("says", ["I'd like it under 100 pesos.", "Get the one with COD.", ""])
 def test_an_unfaithful_rewording_leaves_the_rules_words(
     catalog: Catalog, task: Task, server: FakeJudgeServer, says: str
