@@ -31,12 +31,12 @@ from shopbench.records.trajectory import Trajectory
 
 LIST_COLUMNS: tuple[str, ...] = (
     "episode_id", "task_id", "validator_hotkey", "miner_uid", "miner_hotkey", "block", "epoch",
-    "intent", "split", "query", "agent", "success", "rule_score", "judge_score", "score",
-    "turns", "tool_calls", "termination", "failure", "failure_constraint", "tool_errors",
-    "started_at", "total_ms",
+    "intent", "split", "query", "agent", "agent_model", "success", "rule_score", "judge_score",
+    "score", "turns", "tool_calls", "termination", "failure", "failure_constraint",
+    "tool_errors", "started_at", "total_ms",
 )  # fmt: skip
 """The columns of one row of an episode list."""
-LATER_COLUMNS: tuple[str, ...] = ("failure", "failure_constraint", "tool_errors")
+LATER_COLUMNS: tuple[str, ...] = ("failure", "failure_constraint", "tool_errors", "agent_model")
 """List columns a shard sealed before they existed lacks; an archive of only such shards
 lists them as null."""
 _MEMO_ENTRIES = 256
