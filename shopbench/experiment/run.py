@@ -18,12 +18,13 @@
 Every curation and build runs before any training, and the held-out tasks, the turn budget
 and the reference episodes are settled before any training too, so an arm with too few rows,
 a held-out set that shares product groups with the training data or a turn budget that cuts
-the trained turns stops the run before the CPU is spent. Then ``base`` is evaluated, and
-each trained arm in the config's order is trained and evaluated, the report rewritten after
-each; step accuracy comes last, arm by arm (a model that has not learned the call format
-decodes every step to the turn budget, so it costs more than the arm's ASR and answers a
-smaller question). A run stopped between stages (killed, or its machine taken back)
-resumes at the next stage, and the report holds every arm evaluated so far.
+the trained turns stops the run before the CPU is spent. Then the arms run in the config's
+order: ``base`` is evaluated, each other arm trained and evaluated, the report rewritten
+after each (put ``base`` last to have a trained arm's answer first: the base is the cheaper
+to rerun); step accuracy comes last, arm by arm (a model that has not learned the call
+format decodes every step to the turn budget, so it costs more than the arm's ASR and
+answers a smaller question). A run stopped between stages (killed, or its machine taken
+back) resumes at the next stage, and the report holds every arm evaluated so far.
 """
 
 from __future__ import annotations
@@ -209,19 +210,22 @@ def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
     stages.run(f"train {arm}", folder, work, keep=True)
 
 
-KV_CACHE_TOKENS = 0
-"""Tokens of earlier turns' keys and values an evaluated model keeps (0: none; the tokens
-generated are the same either way). Off: with 65,536 kept tokens the step-accuracy stage
-(164 teacher-forced turns of up to 3,000 tokens, 16 at a time) grew past this machine's
-24 GB and was killed, though the store itself is bounded at about 3 GB; until that growth
-is understood, the experiment does not keep them."""
+KV_CACHE_TOKENS = 65_536
+"""Tokens of earlier turns' keys and values an evaluated model keeps across its episodes'
+turns (about 3 GB for SmolLM2-135M in float32): in an append-only view a turn then prefills
+only its new tokens; the tokens generated are the same either way. The held-out evaluation
+keeps them; step accuracy does not (its 164 teacher-forced turns of up to 3,000 tokens, 16
+at a time, share little but the system prompt, and with them kept that stage once grew past
+this machine's 24 GB)."""
 
 
-def _policy_options(config: ExperimentConfig, budget: TurnBudget) -> PolicyOptions:
+def _policy_options(
+    config: ExperimentConfig, budget: TurnBudget, *, kept_tokens: int = 0
+) -> PolicyOptions:
     spec = config.eval
     return PolicyOptions(
         max_tokens=budget.budget, turn_timeout_s=spec.turn_timeout_s, view=config.view,
-        max_batch=spec.concurrency, kv_cache_tokens=KV_CACHE_TOKENS,
+        max_batch=spec.concurrency, kv_cache_tokens=kept_tokens,
     )  # fmt: skip
 
 
@@ -345,7 +349,7 @@ def _evaluate(
     eval_config = ModelEvalConfig(
         model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
         concurrency=spec.concurrency, seed=config.seed,
-        policy_options=_policy_options(config, budget),
+        policy_options=_policy_options(config, budget, kept_tokens=KV_CACHE_TOKENS),
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
         training_set=train_rows if arm != BASE else None,
     )  # fmt: skip
@@ -420,7 +424,7 @@ def run_experiment(
         f"p95 {budget.p95:.0f}, longest {budget.max}; {budget.cut_share:.1%} cut)")  # fmt: skip
     references = _references(config, stages, catalog)
     report = Path()
-    arms = [BASE, *config.trained_arms] if BASE in config.arms else config.trained_arms
+    arms = config.arms
     for arm in arms:
         if arm != BASE:
             _train(config, stages, arm)

@@ -238,6 +238,26 @@ def test_an_arena_option_is_refused_before_the_arena_plays(
     assert not (tmp_path / "run").exists()
 
 
+def test_the_arms_run_in_the_config_s_order_base_last_when_asked(
+    archive: Path, catalog_dir: Path, tiny: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``base`` last: the trained arm's answer comes first, and the report after it holds
+    that arm alone with the base pending; the base's comparison is filled in when it runs."""
+    config = _config(tmp_path, archive, catalog_dir, tiny, arms=["curated", "base"],
+                     eval={"step_tasks": 1})  # fmt: skip
+    out = tmp_path / "run"
+    assert _run("--config", str(config), "--out", str(out)) == 0
+    said = capsys.readouterr().out
+    assert "(arms so far: curated last)" in said and "(arms so far: base last)" in said
+    assert said.index("(arms so far: curated last)") < said.index("(arms so far: base last)")
+    order = list(json.loads((out / "stages.json").read_text())["finished"])
+    assert order.index("train curated") < order.index("eval curated") < order.index("eval base")
+    report = json.loads((out / "report.json").read_text())
+    assert [a["arm"] for a in report["arms"]] == ["curated", "base"]
+    assert report["arms"][0]["minus_base"]["asr"] is not None and report["pending"] == []
+
+
 def test_too_few_rows_or_held_out_tasks_stop_before_training(
     archive: Path, catalog_dir: Path, tiny: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
