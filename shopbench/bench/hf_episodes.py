@@ -16,11 +16,15 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.errors import ShopbenchError
 from shopbench.records.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from shopbench.tasks.model import Task
 
 
 class EpisodesBenchConfig(BaseModel):
@@ -73,6 +77,33 @@ class EpisodesBenchResult(BaseModel):
     figures: list[EpisodesFigure]
 
 
+async def play_episodes(
+    env: Any, tasks: list[Task], policy: Any, limits: Any, concurrency: int
+) -> list[Trajectory]:
+    """Play each task once with `policy`, `concurrency` at a time, each episode keyed by its
+    place in `tasks` so that every setting of a bench plays the same episodes."""
+    from shopbench.trajectory.loop import run_episode
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> Trajectory:
+        async with gate:
+            return await run_episode(env, tasks[i], policy, limits,
+                                     key=bytes([i % 251 + 1]) * 32)  # fmt: skip
+
+    return list(await asyncio.gather(*(one(i) for i in range(len(tasks)))))
+
+
+def product_tasks(path: Path, n: int) -> list[Task]:
+    """The first `n` product tasks of a task file; ShopbenchError when it has none."""
+    from shopbench.tasks.io import read_tasks
+
+    tasks = [t for t in read_tasks(path).tasks if t.intent == "product"][:n]
+    if not tasks:
+        raise ShopbenchError(f"{path}: no product task to play")
+    return tasks
+
+
 def run(cfg: EpisodesBenchConfig) -> EpisodesBenchResult:
     """Play the episodes in every setting; the figures."""
     import torch
@@ -83,27 +114,14 @@ def run(cfg: EpisodesBenchConfig) -> EpisodesBenchResult:
     from shopbench.agents.local.policy import HFPolicy
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
-    from shopbench.tasks.io import read_tasks
-    from shopbench.trajectory.loop import RunLimits, run_episode
+    from shopbench.trajectory.loop import RunLimits
 
-    tasks = [t for t in read_tasks(cfg.tasks).tasks if t.intent == "product"][: cfg.episodes]
-    if not tasks:
-        raise ShopbenchError(f"{cfg.tasks}: no product task to play")
+    tasks = product_tasks(cfg.tasks, cfg.episodes)
     env = ShoppingEnv.open(cfg.catalog, EpisodeLimits(max_turns=cfg.max_turns))
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     figures: list[EpisodesFigure] = []
     limits = RunLimits(max_idle_turns=cfg.max_idle_turns)
-
-    async def play(policy: HFPolicy) -> list[Trajectory]:
-        gate = asyncio.Semaphore(cfg.concurrency)
-
-        async def one(i: int) -> Trajectory:
-            async with gate:
-                return await run_episode(env, tasks[i], policy, limits,
-                                         key=bytes([i % 251 + 1]) * 32)  # fmt: skip
-
-        return list(await asyncio.gather(*(one(i) for i in range(len(tasks)))))
 
     for view in cfg.views:
         shown = ObservationView.from_id(view)
@@ -116,7 +134,7 @@ def run(cfg: EpisodesBenchConfig) -> EpisodesBenchResult:
                 engine=engine,
             )  # fmt: skip
             start = time.perf_counter()
-            runs = asyncio.run(play(policy))
+            runs = asyncio.run(play_episodes(env, tasks, policy, limits, cfg.concurrency))
             seconds = time.perf_counter() - start
             prompts = sum(
                 len(engine.encode(apply_view(t.messages[:i], shown, t.tools),

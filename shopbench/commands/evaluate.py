@@ -183,6 +183,38 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         data = result.model_dump(mode="json")
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
 
+    @bench_app.command("hf-engines")
+    def bench_hf_engines(
+        model: Path = typer.Option(..., "--model", help="model directory to play"),
+        catalog: Path = typer.Option(..., "--catalog", help="catalog the tasks are played on"),
+        tasks: Path = typer.Option(..., "--tasks", help="task file (its product tasks)"),
+        settings: list[str] = typer.Option(
+            ["float32:2", "float32:1", "int8:2"], "--setting",
+            help="DTYPE:THREADS to play with (repeat); the first is the reference",
+        ),
+        view: str | None = typer.Option(None, "--view", help="view (default: the model's)"),
+        episodes: int = typer.Option(8, "--episodes", min=1, help="episodes per setting"),
+        max_turns: int = typer.Option(8, "--max-turns", min=1, help="turns an episode"),
+        max_tokens: int = typer.Option(312, "--max-tokens", min=1, help="tokens a turn"),
+        max_idle_turns: int = typer.Option(
+            2, "--max-idle-turns", min=1, help="turns in a row without a call that ran"
+        ),
+        concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
+        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
+    ) -> None:
+        """Episodes/s of an hf: model per dtype and thread count, each against the first."""
+        from shopbench.bench.hf_engines import EnginesBenchConfig, EngineSetting
+        from shopbench.bench.hf_engines import run as run_engines
+
+        result = run_engines(EnginesBenchConfig(
+            model=model, catalog=catalog, tasks=tasks,
+            settings=[EngineSetting.parse(s) for s in settings], view=view,
+            episodes=episodes, max_turns=max_turns, max_tokens=max_tokens,
+            max_idle_turns=max_idle_turns, concurrency=concurrency,
+        ))  # fmt: skip
+        data = result.model_dump(mode="json")
+        typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))
+
     @bench_app.command("layouts")
     def bench_layouts(
         curated: Path = typer.Option(..., "--curated", help="a curated set (curate's --out)"),

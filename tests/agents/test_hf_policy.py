@@ -419,6 +419,45 @@ def test_the_episodes_bench_plays_each_view_with_and_without_kept_keys(
     ]
 
 
+def test_the_engines_bench_compares_each_setting_with_the_first(
+    random_model: HFEngine, catalog_dir: Path, tasks: list[Task], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """float32 at one thread against two plays the same episodes; int8 is measured and
+    compared, never assumed equal; a malformed setting is one clear line."""
+    task_file = tmp_path / "tasks.jsonl"
+    write_tasks(task_file, tasks)
+    args = ["bench", "hf-engines", "--model", str(random_model.path), "--catalog",
+            str(catalog_dir), "--tasks", str(task_file), "--episodes", "2", "--max-turns", "2",
+            "--max-tokens", "6", "--concurrency", "2"]  # fmt: skip
+    main([*args, "--setting", "float32:1", "--setting", "float32:2", "--setting", "int8:1"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    figures = {f["setting"]: f for f in result["figures"]}
+    assert result["reference"] == "float32:1" and list(figures) == ["float32:1", "float32:2",
+                                                                     "int8:1"]  # fmt: skip
+    assert figures["float32:1"]["same_as_reference"] is True
+    assert figures["float32:2"]["same_episodes"] == 2 and figures["float32:2"]["new_tokens"] > 0
+    int8 = figures["int8:1"]
+    assert int8["episodes"] == 2 and int8["new_tokens"] > 0
+    assert int8["same_as_reference"] == (int8["first_difference"] is None)
+    assert int8["same_as_reference"] == (int8["same_episodes"] == 2)
+    with pytest.raises(SystemExit):
+        main([*args, "--setting", "int4:1"])
+    assert "give DTYPE:THREADS" in capsys.readouterr().err
+
+
+def test_int8_weights_quantize_every_linear_layer(random_model: HFEngine) -> None:
+    import torch
+
+    engine = HFEngine(random_model.path, dtype="int8")
+    dynamic = torch.ao.nn.quantized.dynamic.Linear
+    quantized = [m for m in engine.model.modules() if isinstance(m, dynamic)]
+    assert quantized and all(m.weight().dtype == torch.qint8 for m in quantized)
+    assert not any(type(m) is torch.nn.Linear for m in engine.model.modules())
+    (out,) = engine.generate([GenRequest((1, 2, 3), max_new_tokens=3)])
+    assert out.new_tokens >= 1
+
+
 def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> None:
     from template.arena_config import ArenaConfig
     from template.base.config import miner_config

@@ -39,9 +39,12 @@ class HFPolicyConfig(BaseModel):
         default=20.0, ge=0,
         description="how long the first pending turn waits for others to join its batch",
     )  # fmt: skip
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        default="float32", description="dtype the weights are loaded in"
-    )
+    dtype: Literal["float32", "bfloat16", "float16", "int8"] = Field(
+        default="float32",
+        description="dtype the weights are loaded in; int8: float32, every linear layer's "
+        "weights then quantized to int8 (dynamic quantization, CPU), for use only where its "
+        "greedy output equals float32's (shopbench bench hf-engines says)",
+    )  # fmt: skip
     prefix_cache: bool = Field(
         default=True,
         description="process the prompt opening every turn shares (system prompt, tool "

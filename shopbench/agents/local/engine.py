@@ -86,11 +86,13 @@ class HFEngine:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path))
             self.model = AutoModelForCausalLM.from_pretrained(
-                str(path), dtype=getattr(torch, dtype)
+                str(path), dtype=getattr(torch, "float32" if dtype == "int8" else dtype)
             )
         except (OSError, ValueError) as e:
             raise LocalModelError(f"{path}: cannot load the model ({e})") from None
         self.model.eval()
+        if dtype == "int8":
+            self.model = _quantized(self.model)
         self.stop_ids = self._stop_ids()
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else min(self.stop_ids)
@@ -369,6 +371,20 @@ class HFEngine:
             prompt_tokens=len(request.prompt),
             finished=end is not None,
         )
+
+
+def _quantized(model: Any) -> Any:
+    """`model` with every linear layer's weights in int8, scaled per tensor, and its
+    activations quantized on the fly (torch's dynamic quantization; CPU only). The
+    embeddings, norms and attention stay float32."""
+    import warnings
+
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch deprecates its quantized tensor API
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)  # type: ignore[no-untyped-call]
 
 
 def _common_prefix(prompts: list[tuple[int, ...]], limit: int) -> int:

@@ -1,0 +1,154 @@
+"""Benchmark of the engine settings an ``hf:`` model can be evaluated with: the weights'
+dtype (float32, or int8 by dynamic quantization) and torch's CPU threads.
+
+The same product tasks are played by the same model, greedily, several episodes at once,
+once per setting, in one run, with the keys and values kept across turns as the
+experiment's evaluation keeps them. The first setting is the reference: every other
+setting's episodes are compared with its episodes message by message, and the first
+difference is named. A faster setting is fit to evaluate with only where its episodes equal
+the reference's, since a greedy evaluation is meant to be the model's one answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shopbench.bench.hf_episodes import play_episodes, product_tasks
+from shopbench.errors import ShopbenchError
+from shopbench.records.trajectory import Trajectory
+
+Dtype = Literal["float32", "bfloat16", "int8"]
+SETTING = re.compile(r"^(float32|bfloat16|int8):([1-9][0-9]?)$")
+
+
+class EngineSetting(BaseModel):
+    """One way to run the model: its weights' dtype and torch's threads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dtype: Dtype
+    threads: int = Field(ge=1, le=99)
+
+    @classmethod
+    def parse(cls, text: str) -> EngineSetting:
+        """``DTYPE:THREADS`` (``float32:2``, ``int8:1``); ShopbenchError when malformed."""
+        found = SETTING.match(text.strip())
+        if found is None:
+            raise ShopbenchError(
+                f"engine setting {text!r}: give DTYPE:THREADS, DTYPE float32, bfloat16 or int8 "
+                "(e.g. float32:2)"
+            )
+        return cls(dtype=found.group(1), threads=int(found.group(2)))  # type: ignore[arg-type]
+
+    @property
+    def name(self) -> str:
+        """The setting as it was given."""
+        return f"{self.dtype}:{self.threads}"
+
+
+class EnginesBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: Path = Field(description="the model directory to play (hf:PATH's PATH)")
+    catalog: Path = Field(description="the catalog the tasks are played on")
+    tasks: Path = Field(description="a task file (its first product tasks are played)")
+    settings: list[EngineSetting] = Field(min_length=1, description="the first is the reference")
+    view: str | None = Field(default=None, description="view (None: the model's recorded one)")
+    episodes: int = Field(default=8, ge=1, description="episodes played per setting")
+    max_turns: int = Field(default=8, ge=1, description="assistant turns an episode")
+    max_tokens: int = Field(default=312, ge=1, description="tokens generated a turn")
+    max_idle_turns: int = Field(default=2, ge=1, description="idle turns that end an episode")
+    concurrency: int = Field(default=8, ge=1, description="episodes played at once")
+    kv_tokens: int = Field(default=65_536, ge=0, description="keys and values kept (0: none)")
+
+
+class EngineFigure(BaseModel):
+    """One setting's figures."""
+
+    setting: str
+    episodes: int
+    turns: int
+    seconds: float
+    episodes_per_s: float
+    new_tokens: int
+    tokens_per_s: float = Field(description="generated tokens a second")
+    solved: int = Field(description="episodes the outcome grader counts a success")
+    same_as_reference: bool = Field(description="every episode's messages equal the first's")
+    same_episodes: int = Field(description="episodes whose messages equal the reference's")
+    first_difference: str | None = Field(
+        default=None, description="where the first differing episode parts from the reference"
+    )
+
+
+class EnginesBenchResult(BaseModel):
+    """The measurement."""
+
+    model: str
+    reference: str
+    figures: list[EngineFigure]
+
+
+def first_difference(ours: list[Trajectory], theirs: list[Trajectory]) -> str | None:
+    """Where `ours` first parts from `theirs` (``episode 3, message 7``); None when equal."""
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        for j, (m, n) in enumerate(zip(a.messages, b.messages, strict=False)):
+            if m != n:
+                return f"episode {i}, message {j} ({m.role})"
+        if len(a.messages) != len(b.messages):
+            return f"episode {i}, message {min(len(a.messages), len(b.messages))} (one ends)"
+    return None
+
+
+def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
+    """Play the episodes once per setting; the figures, each compared with the first's."""
+    import torch
+
+    from shopbench.agents.local.config import HFPolicyConfig
+    from shopbench.agents.local.engine import HFEngine
+    from shopbench.agents.local.policy import HFPolicy
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.trajectory.loop import RunLimits
+
+    tasks = product_tasks(cfg.tasks, cfg.episodes)
+    env = ShoppingEnv.open(cfg.catalog, EpisodeLimits(max_turns=cfg.max_turns))
+    limits = RunLimits(max_idle_turns=cfg.max_idle_turns)
+    before = torch.get_num_threads()
+    figures: list[EngineFigure] = []
+    reference: list[Trajectory] = []
+    try:
+        for setting in cfg.settings:
+            engine = HFEngine(cfg.model, dtype=setting.dtype, threads=setting.threads,
+                              kv_tokens=cfg.kv_tokens)  # fmt: skip
+            policy = HFPolicy(
+                HFPolicyConfig(path=cfg.model, max_new_tokens=cfg.max_tokens, view=cfg.view,
+                               max_batch=cfg.concurrency, dtype=setting.dtype),
+                engine=engine,
+            )  # fmt: skip
+            start = time.perf_counter()
+            runs = asyncio.run(play_episodes(env, tasks, policy, limits, cfg.concurrency))
+            seconds = time.perf_counter() - start
+            reference = reference or runs
+            same = [a.messages == b.messages for a, b in zip(runs, reference, strict=True)]
+            figures.append(EngineFigure(
+                setting=setting.name, episodes=len(runs), turns=sum(t.turns for t in runs),
+                seconds=round(seconds, 2), episodes_per_s=round(len(runs) / seconds, 4),
+                new_tokens=engine.stats.new_tokens,
+                tokens_per_s=round(engine.stats.new_tokens / seconds, 2),
+                solved=sum(1 for t in runs if t.outcome.success),
+                same_as_reference=all(same), same_episodes=sum(same),
+                first_difference=first_difference(runs, reference),
+            ))  # fmt: skip
+    finally:
+        torch.set_num_threads(before)
+    return EnginesBenchResult(
+        model=str(cfg.model), reference=cfg.settings[0].name, figures=figures
+    )
