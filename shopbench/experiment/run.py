@@ -47,9 +47,30 @@ from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
 
 EVALUATION_KEYS = frozenset({"eval", "arms"})
+EXECUTION_KEYS = frozenset({"eval.concurrency", "eval.turn_timeout_s"})
+"""Config keys that change how fast an evaluation runs, not what it measures: each episode
+draws fresh opaque product ids (its own tokens), so no two runs of an evaluation see the
+same observations, and the episodes a run plays at once are a matter of speed alone. A
+change to them alone keeps every stage, an evaluation's journal included."""
 SETTLED_FILES = ("heldout.jsonl", "heldout.json", "budget.json")
 """Config keys whose change leaves the arena, the curations, the rows and the trainings of
 the arms kept valid: only the held-out draw and the evaluations are redone."""
+
+
+def _at(config: dict[str, Any], dotted: str) -> Any:
+    """The value at a dotted key (``eval.concurrency``); None where there is none."""
+    head, _, rest = dotted.partition(".")
+    value = config.get(head)
+    return _at(value, rest) if rest and isinstance(value, dict) else value if not rest else None
+
+
+def _results_part(config: dict[str, Any], key: str) -> Any:
+    """`config`'s `key`, less the execution-only keys under it."""
+    value = config.get(key)
+    if isinstance(value, dict):
+        inner = {f"{key}.{k}" for k in value} & EXECUTION_KEYS
+        return {k: v for k, v in value.items() if f"{key}.{k}" not in inner}
+    return value
 
 
 def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
@@ -61,8 +82,14 @@ def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
     mine = config.model_dump(mode="json")
     if path.is_file():
         theirs = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        changed = sorted(k for k in set(mine) | set(theirs)
+                         if _results_part(mine, k) != _results_part(theirs, k))  # fmt: skip
         if not changed:
+            if mine != theirs:
+                faster = [k for k in sorted(EXECUTION_KEYS) if _at(mine, k) != _at(theirs, k)]
+                log(f"the config's {' and '.join(faster)} changed: kept, for it changes how "
+                    "fast the evaluations run, not what they measure")  # fmt: skip
+                path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
             return
         if not set(changed) <= EVALUATION_KEYS:
             raise ExperimentError(

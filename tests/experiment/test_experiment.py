@@ -185,6 +185,15 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     trained = {p: before[p] for p in before if "/train/" in str(p)}
     assert {p: p.stat().st_mtime_ns for p in trained} == trained
     assert json.loads((out / "report.json").read_text())["arms"][1]["table"]["tasks"] == 2
+    # How many episodes play at once changes the speed, not the measure: nothing is redone.
+    faster = _config(tmp_path, archive, catalog_dir, tiny, eval={"tasks": 2, "concurrency": 1})
+    kept = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
+            and p.name not in ("report.json", "report.md", "plot.svg", "config.json")}  # fmt: skip
+    assert _run("--config", str(faster), "--out", str(out)) == 0
+    said = capsys.readouterr().out
+    assert "the config's eval.concurrency changed: kept" in said
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept
+    assert json.loads((out / "config.json").read_text())["eval"]["concurrency"] == 1
     changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1, eval={"tasks": 2})
     assert _run("--config", str(changed), "--out", str(out)) == 2
     assert "holds an experiment of another config (differs in: seed)" in capsys.readouterr().err
