@@ -24,32 +24,36 @@ from shopbench.errors import ShopbenchError
 from shopbench.records.trajectory import Trajectory
 
 Dtype = Literal["float32", "bfloat16", "int8"]
-SETTING = re.compile(r"^(float32|bfloat16|int8):([1-9][0-9]?)$")
+SETTING = re.compile(r"^(float32|bfloat16|int8):([1-9][0-9]?)(:buffered)?$")
 
 
 class EngineSetting(BaseModel):
-    """One way to run the model: its weights' dtype and torch's threads."""
+    """One way to run the model: its weights' dtype, torch's threads, and whether the
+    key-value cache is buffered (written in place) rather than concatenated."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     dtype: Dtype
     threads: int = Field(ge=1, le=99)
+    buffered: bool = False
 
     @classmethod
     def parse(cls, text: str) -> EngineSetting:
-        """``DTYPE:THREADS`` (``float32:2``, ``int8:1``); ShopbenchError when malformed."""
+        """``DTYPE:THREADS[:buffered]`` (``float32:2``, ``int8:1``, ``float32:2:buffered``);
+        ShopbenchError when malformed."""
         found = SETTING.match(text.strip())
         if found is None:
             raise ShopbenchError(
-                f"engine setting {text!r}: give DTYPE:THREADS, DTYPE float32, bfloat16 or int8 "
-                "(e.g. float32:2)"
+                f"engine setting {text!r}: give DTYPE:THREADS[:buffered], DTYPE float32, "
+                "bfloat16 or int8 (e.g. float32:2, float32:2:buffered)"
             )
-        return cls(dtype=found.group(1), threads=int(found.group(2)))  # type: ignore[arg-type]
+        return cls(dtype=found.group(1), threads=int(found.group(2)),  # type: ignore[arg-type]
+                   buffered=found.group(3) is not None)  # fmt: skip
 
     @property
     def name(self) -> str:
         """The setting as it was given."""
-        return f"{self.dtype}:{self.threads}"
+        return f"{self.dtype}:{self.threads}" + (":buffered" if self.buffered else "")
 
 
 class EnginesBenchConfig(BaseModel):
@@ -127,10 +131,11 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
     try:
         for setting in cfg.settings:
             engine = HFEngine(cfg.model, dtype=setting.dtype, threads=setting.threads,
-                              kv_tokens=cfg.kv_tokens)  # fmt: skip
+                              kv_tokens=cfg.kv_tokens, buffered=setting.buffered)  # fmt: skip
             policy = HFPolicy(
                 HFPolicyConfig(path=cfg.model, max_new_tokens=cfg.max_tokens, view=cfg.view,
-                               max_batch=cfg.concurrency, dtype=setting.dtype),
+                               max_batch=cfg.concurrency, dtype=setting.dtype,
+                               buffered_cache=setting.buffered),
                 engine=engine,
             )  # fmt: skip
             start = time.perf_counter()

@@ -190,7 +190,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         tasks: Path = typer.Option(..., "--tasks", help="task file (its product tasks)"),
         settings: list[str] = typer.Option(
             ["float32:2", "float32:1", "int8:2"], "--setting",
-            help="DTYPE:THREADS to play with (repeat); the first is the reference",
+            help="DTYPE:THREADS[:buffered] to play with (repeat); the first is the reference",
         ),
         view: str | None = typer.Option(None, "--view", help="view (default: the model's)"),
         episodes: int = typer.Option(8, "--episodes", min=1, help="episodes per setting"),

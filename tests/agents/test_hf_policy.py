@@ -256,6 +256,33 @@ def test_kept_keys_and_values_change_no_token_and_prefill_only_what_is_new(
     earlier = sum(p for i, p in enumerate(prompts) if i % 3 != 2)
     assert kept.stats.cached_prompt_tokens >= earlier > 0.6 * sum(prompts)
     assert kept.kv_store is not None and 0 < kept.kv_store.tokens <= 200_000
+    # Written into room set aside rather than concatenated: the same tokens again.
+    buffered = HFEngine(random_model.path, kv_tokens=200_000, buffered=True)
+    assert [t.messages for t in play(buffered)] == [t.messages for t in expected]
+    assert buffered.stats.cached_prompt_tokens == kept.stats.cached_prompt_tokens
+
+
+def test_a_buffered_cache_layer_holds_what_concatenation_holds() -> None:
+    """Appends past the room set aside, and a layer replaced from outside, both keep the
+    exact tensors a concatenating layer would."""
+    import torch
+
+    from shopbench.agents.local.buffered_cache import BufferedLayer
+
+    torch.manual_seed(0)
+    layer, keys, values = BufferedLayer(capacity=4), [], []
+    for n in (3, 1, 1, 2, 5):  # 3 fit, then growth past 4, then past 8
+        k, v = torch.randn(2, 3, n, 8), torch.randn(2, 3, n, 8)
+        keys.append(k)
+        values.append(v)
+        got_k, got_v = layer.update(k, v)
+        assert torch.equal(got_k, torch.cat(keys, dim=-2))
+        assert torch.equal(got_v, torch.cat(values, dim=-2))
+    assert layer.get_seq_length() == 12
+    layer.keys, layer.values = layer.keys[..., :5, :], layer.values[..., :5, :]  # a crop
+    k, v = torch.randn(2, 3, 1, 8), torch.randn(2, 3, 1, 8)
+    got_k, _ = layer.update(k, v)
+    assert torch.equal(got_k, torch.cat([torch.cat(keys, dim=-2)[..., :5, :], k], dim=-2))
 
 
 def test_concurrent_turns_share_a_generate_call(
@@ -430,13 +457,15 @@ def test_the_engines_bench_compares_each_setting_with_the_first(
     args = ["bench", "hf-engines", "--model", str(random_model.path), "--catalog",
             str(catalog_dir), "--tasks", str(task_file), "--episodes", "2", "--max-turns", "2",
             "--max-tokens", "6", "--concurrency", "2"]  # fmt: skip
-    main([*args, "--setting", "float32:1", "--setting", "float32:2", "--setting", "int8:1"])
+    main([*args, "--setting", "float32:1", "--setting", "float32:2", "--setting", "int8:1",
+          "--setting", "float32:1:buffered"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     figures = {f["setting"]: f for f in result["figures"]}
-    assert result["reference"] == "float32:1" and list(figures) == ["float32:1", "float32:2",
-                                                                     "int8:1"]  # fmt: skip
+    assert result["reference"] == "float32:1"
+    assert list(figures) == ["float32:1", "float32:2", "int8:1", "float32:1:buffered"]
     assert figures["float32:1"]["same_as_reference"] is True
     assert figures["float32:2"]["same_episodes"] == 2 and figures["float32:2"]["new_tokens"] > 0
+    assert figures["float32:1:buffered"]["same_as_reference"] is True
     int8 = figures["int8:1"]
     assert int8["episodes"] == 2 and int8["new_tokens"] > 0
     assert int8["same_as_reference"] == (int8["first_difference"] is None)

@@ -57,6 +57,12 @@ class HFPolicyConfig(BaseModel):
         "view, such as compact without a history window, continues every turn's); about 46 KB "
         "a token for SmolLM2-135M in float32",
     )  # fmt: skip
+    buffered_cache: bool = Field(
+        default=True,
+        description="with kept keys and values, write each generated token's into room set "
+        "aside for the call instead of copying the cache at every step: the same tokens, "
+        "1.33x the episodes/s on SmolLM2 (shopbench bench hf-engines compares them)",
+    )  # fmt: skip
     threads: int | None = Field(
         default=None, ge=1, description="torch CPU threads; None leaves torch's setting"
     )

@@ -72,7 +72,7 @@ class HFEngine:
 
     def __init__(
         self, path: Path, *, dtype: str = "float32", threads: int | None = None,
-        prefix_cache: bool = True, kv_tokens: int = 0,
+        prefix_cache: bool = True, kv_tokens: int = 0, buffered: bool = False,
     ) -> None:
         check_model_dir(path)
         import torch
@@ -118,6 +118,9 @@ class HFEngine:
         # prompt that continues one prefills only its new tokens; this replaces the
         # shared-prefix cache, whose system prompt any kept sequence opens with.
         self.kv_store = KVStore(kv_tokens) if kv_tokens > 0 and self.prefix_cache else None
+        # With kept keys and values, each call's cache may write generated tokens into room
+        # set aside instead of concatenating at every step (buffered_cache.py).
+        self.buffered = buffered
 
     def _stop_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -233,8 +236,13 @@ class HFEngine:
             ids[i, width - len(rest) :] = torch.from_numpy(rest)
             mask[i, width - len(rest) :] = 1
         cache = None
+        longest = max(r.max_new_tokens for r in requests)
+        if self.buffered:
+            from shopbench.agents.local.buffered_cache import buffered_cache
+
+            cache = buffered_cache(self.model.config, width + longest)
         if width_c:
-            cache = DynamicCache(config=self.model.config)
+            cache = cache if cache is not None else DynamicCache(config=self.model.config)
             template = next(e for e, _ in found if e is not None).layers
             for layer, (k0, v0) in enumerate(template):
                 heads, dim = k0.shape[0], k0.shape[-1]
@@ -250,7 +258,7 @@ class HFEngine:
         if any(r.temperature > 0 for r in requests):
             processors.append(_RowSampler(requests))
         config = GenerationConfig(  # type: ignore[no-untyped-call]
-            max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=False,
+            max_new_tokens=longest, do_sample=False,
             eos_token_id=sorted(self.stop_ids), pad_token_id=self.pad_id,
             return_dict_in_generate=True,
         )  # fmt: skip
@@ -427,7 +435,7 @@ class _RowSampler:
         return out
 
 
-_ENGINES: dict[tuple[str, str, int | None, bool, int], HFEngine] = {}
+_ENGINES: dict[tuple[str, str, int | None, bool, int, bool], HFEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
@@ -436,7 +444,7 @@ def shared_engine(config: HFPolicyConfig) -> HFEngine:
     policy over it (the K samples of an evaluation share one model and one batcher)."""
     key = (
         str(config.path.resolve()), config.dtype, config.threads, config.prefix_cache,
-        config.kv_cache_tokens,
+        config.kv_cache_tokens, config.buffered_cache,
     )  # fmt: skip
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)
@@ -444,5 +452,6 @@ def shared_engine(config: HFPolicyConfig) -> HFEngine:
             engine = _ENGINES[key] = HFEngine(
                 config.path, dtype=config.dtype, threads=config.threads,
                 prefix_cache=config.prefix_cache, kv_tokens=config.kv_cache_tokens,
+                buffered=config.buffered_cache,
             )
         return engine
