@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.bench.hf_episodes import play_episodes, product_tasks
+from shopbench.bench.hf_episodes import PlayedFigure, play_episodes, product_tasks
 from shopbench.errors import ShopbenchError
 from shopbench.records.trajectory import Trajectory
 
@@ -74,15 +74,10 @@ class EnginesBenchConfig(BaseModel):
     kv_tokens: int = Field(default=65_536, ge=0, description="keys and values kept (0: none)")
 
 
-class EngineFigure(BaseModel):
+class EngineFigure(PlayedFigure):
     """One setting's figures."""
 
     setting: str
-    episodes: int
-    turns: int
-    seconds: float
-    episodes_per_s: float
-    new_tokens: int
     tokens_per_s: float = Field(description="generated tokens a second")
     solved: int = Field(description="episodes the outcome grader counts a success")
     same_as_reference: bool = Field(description="every episode's messages equal the first's")

@@ -52,16 +52,21 @@ class EpisodesBenchConfig(BaseModel):
     threads: int | None = Field(default=None, ge=1, description="torch threads")
 
 
-class EpisodesFigure(BaseModel):
-    """One setting's figures."""
+class PlayedFigure(BaseModel):
+    """What one setting's play of the episodes took."""
 
-    view: str
-    kept: bool = Field(description="keys and values kept across turns")
     episodes: int
     turns: int
     seconds: float
     episodes_per_s: float
     new_tokens: int
+
+
+class EpisodesFigure(PlayedFigure):
+    """One setting's figures."""
+
+    view: str
+    kept: bool = Field(description="keys and values kept across turns")
     prompt_tokens: int = Field(description="prompt tokens of every turn, as the model reads it")
     reused_tokens: int = Field(description="of those, served from kept keys and values")
     same_as_not_kept: bool | None = Field(
