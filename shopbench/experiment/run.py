@@ -47,21 +47,23 @@ from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
 
 EVALUATION_KEYS = frozenset({"eval", "arms"})
+"""Config keys whose change leaves the arena, the curations, the rows and the trainings of
+the arms kept valid: only the held-out draw and the evaluations are redone."""
 EXECUTION_KEYS = frozenset({"eval.concurrency", "eval.turn_timeout_s"})
 """Config keys that change how fast an evaluation runs, not what it measures: each episode
 draws fresh opaque product ids (its own tokens), so no two runs of an evaluation see the
 same observations, and the episodes a run plays at once are a matter of speed alone. A
 change to them alone keeps every stage, an evaluation's journal included."""
 SETTLED_FILES = ("heldout.jsonl", "heldout.json", "budget.json")
-"""Config keys whose change leaves the arena, the curations, the rows and the trainings of
-the arms kept valid: only the held-out draw and the evaluations are redone."""
+"""The files a change of the evaluation keys removes, to be settled again."""
 
 
 def _at(config: dict[str, Any], dotted: str) -> Any:
     """The value at a dotted key (``eval.concurrency``); None where there is none."""
-    head, _, rest = dotted.partition(".")
-    value = config.get(head)
-    return _at(value, rest) if rest and isinstance(value, dict) else value if not rest else None
+    value: Any = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
 def _results_part(config: dict[str, Any], key: str) -> Any:
