@@ -37,8 +37,11 @@ class ArmResult(BaseModel):
     steps_minus_base: dict[str, Estimate] = Field(
         default_factory=dict, description="step metric → this arm − base, paired over steps"
     )
-    eval_s: float = Field(description="wall time of the evaluation")
-    eval_episodes_per_s: float
+    eval_s: float = Field(description="wall time of the evaluation's last run")
+    eval_resumed: int = Field(
+        default=0, description="episodes an interrupted run had played: kept, not in eval_s"
+    )
+    eval_episodes_per_s: float = Field(description="episodes the last run played, a second")
     train_s: float | None = None
     files: dict[str, str] = Field(
         description="what each figure was read from (paths inside the experiment's folder "

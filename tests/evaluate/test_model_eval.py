@@ -245,3 +245,25 @@ def test_max_turns_bounds_every_episode_and_the_report_says_so(
     assert "turn_limit" in ended and ended <= {"turn_limit", "terminated"}  # careful needs more
     assert report["model"]["overall"]["metrics"]["completion"]["value"] < 1.0
     assert "; at most 2 turns an episode." in (out / "report.md").read_text()
+
+
+def test_a_resumed_evaluation_counts_what_it_kept_apart_from_its_seconds(
+    catalog_dir: Path, heldout: Path
+) -> None:
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
+
+    env = ShoppingEnv.open(catalog_dir, EpisodeLimits(max_turns=6))
+    tasks = _tasks(heldout)
+    config = ModelEvalConfig(model="greedy", concurrency=2)
+    first, played, _ = evaluate_model(env, tasks, config)
+    assert first.resumed == {} and len(played) == 9
+    finished: list[str] = []
+    again, replayed, _ = evaluate_model(
+        env, tasks, config, played={"greedy": played[:4]},
+        on_done=lambda _spec, t: finished.append(t.episode_id),
+    )  # fmt: skip
+    # four kept from the interrupted run, five played and timed now
+    assert again.resumed == {"greedy": 4} and len(finished) == 5
+    assert [t.episode_id for t in replayed] == [t.episode_id for t in played]

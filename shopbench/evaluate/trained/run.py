@@ -112,6 +112,10 @@ class ModelEvalReport(BaseModel):
     )
     warnings: list[str] = Field(default_factory=list)
     seconds: dict[str, float] = Field(description="wall time of each run")
+    resumed: dict[str, int] = Field(
+        default_factory=dict,
+        description="episodes of each run an interrupted run had played (not in its seconds)",
+    )
 
 
 def split_warnings(tasks: Sequence[Task], expect: str) -> list[str]:
@@ -245,11 +249,16 @@ def evaluate_model(
         if shared.shared_count:
             warnings.append(shared.line())
     runs: dict[str, tuple[list[Trajectory], float]] = {}
+    resumed: dict[str, int] = {}
     for spec in specs:
         done = (lambda t, s=spec: on_done(s, t)) if on_done is not None else None
+        before = (played or {}).get(spec, ())
         started = time.perf_counter()
-        trajectories, _ = _play(env, tasks, spec, config, done, (played or {}).get(spec, ()))
+        trajectories, _ = _play(env, tasks, spec, config, done, before)
         runs[spec] = (trajectories, time.perf_counter() - started)
+        kept = {t.episode_id for t in before}
+        if kept:
+            resumed[spec] = sum(1 for t in trajectories if t.episode_id in kept)
     boot = config.bootstrap
     groups = task_groups(tasks, env.catalog)
     model_ts = runs[config.model][0]
@@ -282,5 +291,6 @@ def evaluate_model(
         group_overlap=shared,
         warnings=warnings,
         seconds={spec: round(s, 3) for spec, (_, s) in runs.items()},
+        resumed=resumed,
     )
     return report, model_ts, base_ts
