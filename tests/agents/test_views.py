@@ -337,6 +337,31 @@ def test_the_brief_prompt_keeps_the_limits_every_tool_and_parameter(
     assert view_tools(t.tools, FULL) == t.tools
 
 
+def test_the_line_prompts_name_each_tool_and_the_forms_one_its_arguments_forms(
+    played: list[Trajectory],
+) -> None:
+    t = played[0]
+    lines = {}
+    for prompt in ("tools", "forms"):
+        view = ObservationView.from_id(f"compact/{prompt}")
+        assert view.id == f"compact/{prompt}" and view_tools(t.tools, view) == []
+        system = apply_view(t.messages, view, t.tools)[0].content or ""
+        lines[prompt] = [x for x in system.splitlines() if x.startswith("- ")]
+        assert [x.split("(")[0] for x in lines[prompt]] == [
+            f"- {tool['function']['name']}" for tool in t.tools
+        ]
+    # The tools prompt is what models were trained to read: its text does not move.
+    assert lines["tools"][0] == (
+        "- find_product(q, page, shop_id?, price?, sort=priceasc|pricedesc|order|default?, "
+        "service?)"
+    )
+    assert lines["forms"][0] == (
+        '- find_product(q, page, shop_id?, price?="lo-hi", sort?=priceasc|pricedesc|order|'
+        "default, service?=official|freeShipping|COD|flashsale|default (comma-separated))"
+    )
+    assert lines["forms"][1:] == lines["tools"][1:]  # no form given: the same line
+
+
 def test_the_history_window_drops_the_reasoning_of_older_turns(
     played: list[Trajectory],
 ) -> None:

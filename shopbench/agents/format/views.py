@@ -45,10 +45,13 @@ from shopbench.env.results import (
 
 ViewName = Literal["full", "compact"]
 VIEWS: tuple[ViewName, ...] = ("full", "compact")
-PromptName = Literal["full", "brief", "tools"]
+PromptName = Literal["full", "brief", "tools", "forms"]
 BRIEF: PromptName = "brief"
 TOOLS: PromptName = "tools"
-SHORT_PROMPTS: tuple[PromptName, ...] = (BRIEF, TOOLS)
+FORMS: PromptName = "forms"
+SHORT_PROMPTS: tuple[PromptName, ...] = (BRIEF, TOOLS, FORMS)
+LINE_PROMPTS: tuple[PromptName, ...] = (TOOLS, FORMS)
+"""The prompts that name each tool in one line of the system prompt, no schemas offered."""
 """The prompts a view may ask for instead of the environment's (the id's last part)."""
 
 
@@ -68,7 +71,8 @@ class ObservationView(BaseModel):
     prompt: PromptName = Field(
         default="full", description="full: the environment's system prompt and tool schemas; "
         "brief: the same rules and tools in a few sentences; tools: the rules in two "
-        "sentences and each tool as one line of its name and arguments, no schemas",
+        "sentences and each tool as one line of its name and arguments, no schemas; forms: "
+        "the tools prompt with each argument's form where its schema gives one",
     )  # fmt: skip
 
     @property
@@ -94,8 +98,8 @@ class ObservationView(BaseModel):
         if name not in VIEWS or not known or (prompts and rest[-1] != prompts[0]):
             raise ValueError(
                 f"{view_id!r} is not a view id (allowed: {' or '.join(VIEWS)}, optionally "
-                "followed by /h<N> and then /brief or /tools, e.g. compact/h4, "
-                "compact/h2/brief or compact/tools)"
+                "followed by /h<N> and then /brief, /tools or /forms, e.g. compact/h4, "
+                "compact/h2/brief or compact/forms)"
             )
         return cls.model_validate({
             "name": name, "history": int(window[0][1:]) if window else None,
@@ -263,9 +267,35 @@ TOOLS_SYSTEM = (
 _CALL_FORM = '<tool_call>\n{"name": <tool>, "arguments": {...}}\n</tool_call>'
 
 
-def tool_line(tool: dict[str, Any]) -> str | None:
+_WRITTEN = re.compile(r'written ("[^"\n]+")')
+_LISTED = re.compile(r"^- (\w+):", re.M)
+
+
+def argument_form(spec: Any) -> str | None:
+    """The form an argument's schema gives: its allowed values (``success|failure``, from
+    an enum or a description that lists them as ``- value: meaning`` lines, comma-joined
+    when it says so) or the pattern its description says it is ``written`` in
+    (``"lo-hi"``); None where it gives none."""
+    if not isinstance(spec, dict):
+        return None
+    if spec.get("enum"):
+        return "|".join(str(v) for v in spec["enum"])
+    text = spec.get("description")
+    if not isinstance(text, str):
+        return None
+    if (written := _WRITTEN.search(text)) is not None:
+        return written.group(1)
+    listed = _LISTED.findall(text)
+    if not listed:
+        return None
+    joined = "|".join(listed)
+    return f"{joined} (comma-separated)" if "comma-separated" in text else joined
+
+
+def tool_line(tool: dict[str, Any], *, forms: bool = False) -> str | None:
     """One tool schema as one line: ``name(required, optional?)`` with the allowed values
-    of an enumerated argument (``status=success|failure``); None for another shape."""
+    of an enumerated argument (``status=success|failure``), and with `forms` every form
+    :func:`argument_form` finds (``price?="lo-hi"``); None for another shape."""
     fn = tool.get("function") if isinstance(tool, dict) else None
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         return None
@@ -276,18 +306,24 @@ def tool_line(tool: dict[str, Any]) -> str | None:
     required = set(params.get("required") or ())
     args = []
     for key, spec in props.items():
+        if forms:  # name?=form: the mark of an optional argument beside its name
+            form = argument_form(spec)
+            name = str(key) if key in required else f"{key}?"
+            args.append(name if form is None else f"{name}={form}")
+            continue
         enum = spec.get("enum") if isinstance(spec, dict) else None
         arg = f"{key}={'|'.join(str(v) for v in enum)}" if enum else str(key)
-        args.append(arg if key in required else f"{arg}?")
+        args.append(arg if key in required else f"{arg}?")  # as the tools prompt was trained
     return f"{fn['name']}({', '.join(args)})"
 
 
-def tools_system(text: str, tools: Sequence[dict[str, Any]]) -> str:
+def tools_system(text: str, tools: Sequence[dict[str, Any]], *, forms: bool = False) -> str:
     """The ``tools`` prompt standing for the environment's `text` and `tools`: its two
-    sentences, the limits sentence of `text`, one line per tool and the call form."""
+    sentences, the limits sentence of `text`, one line per tool (with `forms`, the
+    ``forms`` prompt: each argument's form where its schema gives one) and the call form."""
     limits = _LIMITS.search(text)
     lines = [TOOLS_SYSTEM if limits is None else f"{TOOLS_SYSTEM} {limits.group(0)}", "Tools:"]
-    lines += [f"- {line}" for t in tools if (line := tool_line(t)) is not None]
+    lines += [f"- {line}" for t in tools if (line := tool_line(t, forms=forms)) is not None]
     lines.append(f"Call a tool as {_CALL_FORM}")
     return "\n".join(lines)
 
@@ -302,7 +338,7 @@ def view_tools(tools: Sequence[dict[str, Any]], view: ObservationView) -> list[d
     """The tool schemas as a model reads them in `view`: unchanged, or (a brief prompt) each
     description cut to its first sentence, every name, parameter, type, enum and required
     list kept. Schemas of another shape pass through unchanged."""
-    if view.prompt == TOOLS:
+    if view.prompt in LINE_PROMPTS:
         return []  # the system prompt names them (tools_system)
     if view.prompt != BRIEF:
         return list(tools)
@@ -353,8 +389,9 @@ def apply_view(
         if m.role == "system" and view.prompt == BRIEF and m.content is not None:
             out.append(m.model_copy(update={"content": brief_system(m.content)}))
             continue
-        if m.role == "system" and view.prompt == TOOLS and m.content is not None:
-            out.append(m.model_copy(update={"content": tools_system(m.content, tools)}))
+        if m.role == "system" and view.prompt in LINE_PROMPTS and m.content is not None:
+            text = tools_system(m.content, tools, forms=view.prompt == FORMS)
+            out.append(m.model_copy(update={"content": text}))
             continue
         if m.role != "tool" or m.content is None:
             out.append(m)
