@@ -53,6 +53,11 @@ class RecoveryParams(BaseModel):
     enabled: bool = True
     weight: float = Field(default=1.5, ge=0, description="weight factor of a recovery episode")
     mask_errors: bool = Field(default=False, description="mask the erroneous turns out of training")
+    mask_refused: bool = Field(
+        default=False,
+        description="mask every turn with a call the environment refused out of training, in "
+        "every kept episode (later turns keep it as context)",
+    )  # fmt: skip
 
 
 def _section(name: str, model: type[BaseModel], value: Any) -> BaseModel:

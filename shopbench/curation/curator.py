@@ -19,7 +19,12 @@ from shopbench.curation.config import CurateConfig
 from shopbench.curation.contamination import TestSet
 from shopbench.curation.features import episode_facts
 from shopbench.curation.ledger import ledger_schema
-from shopbench.curation.recovery import recovery_mask, recovery_segments, recovery_tags
+from shopbench.curation.recovery import (
+    recovery_segments,
+    recovery_tags,
+    refused_turns,
+    turn_mask,
+)
 from shopbench.curation.registry import Episode
 from shopbench.curation.truth import Truth
 from shopbench.records.trajectory import Trajectory
@@ -96,8 +101,13 @@ class Curator:
             weight *= self.cfg.recovery.weight
         row["weight"] = round(weight, 6)
         row["tags"] = recovery_tags(segments)
+        wrong: set[int] = set()
         if self.cfg.recovery.mask_errors:
-            row["mask"] = recovery_mask(segments, facts.assistant_turns)
+            wrong.update(t for s in segments for t in s.wrong_turns)
+        if self.cfg.recovery.mask_refused:
+            wrong.update(refused_turns(facts))
+        if self.cfg.recovery.mask_errors or self.cfg.recovery.mask_refused:
+            row["mask"] = turn_mask(wrong, facts.assistant_turns)
         return row
 
     def rows(

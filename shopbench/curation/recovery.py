@@ -86,9 +86,13 @@ def recovery_tags(segments: list[Segment]) -> list[str]:
     ]  # fmt: skip
 
 
-def recovery_mask(segments: list[Segment], assistant_turns: int) -> list[bool] | None:
-    """One entry per assistant turn, False on the turns that went wrong; None when none."""
-    wrong = {t for s in segments for t in s.wrong_turns}
+def refused_turns(facts: EpisodeFacts) -> set[int]:
+    """The assistant turns (from 0) with a call the environment refused."""
+    return {c.turn for c in facts.calls if c.error is not None}
+
+
+def turn_mask(wrong: set[int], assistant_turns: int) -> list[bool] | None:
+    """One entry per assistant turn, False on the `wrong` ones; None when none is."""
     if not wrong:
         return None
     return [i not in wrong for i in range(assistant_turns)]

@@ -28,8 +28,19 @@ def _off(*keep: str) -> dict[str, Any]:
     return {rule: {"enabled": False} for rule in RULES.names() if rule not in keep}
 
 
-def curation_of(arm: Arm, *, recovery_weight: float) -> CurateConfig | None:
-    """The curation config of `arm` (None for ``base``, which trains on nothing)."""
+def curation_of(
+    arm: Arm, *, recovery_weight: float, mask_refused: bool = False
+) -> CurateConfig | None:
+    """The curation config of `arm` (None for ``base``, which trains on nothing); with
+    `mask_refused`, every turn with a refused call is masked out of its training."""
+    config = _curation_of(arm, recovery_weight=recovery_weight)
+    if config is None or not mask_refused:
+        return config
+    masked = config.recovery.model_copy(update={"mask_refused": True})
+    return config.model_copy(update={"recovery": masked})
+
+
+def _curation_of(arm: Arm, *, recovery_weight: float) -> CurateConfig | None:
     release = load_config(None)
     if arm == BASE:
         return None

@@ -110,6 +110,11 @@ class ExperimentConfig(BaseModel):
     recovery_weight: float = Field(
         default=3.0, gt=0, description="the recovery arm's weight of a recovery episode"
     )
+    mask_refused: bool = Field(
+        default=False,
+        description="every trained arm takes no loss on a turn with a call the environment "
+        "refused (the turns after it keep it as context)",
+    )  # fmt: skip
     train: TrainSpec = Field(default_factory=TrainSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
 

@@ -30,10 +30,13 @@ back) resumes at the next stage, and the report holds every arm evaluated so far
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from shopbench.agents.options import PolicyOptions
 from shopbench.archive.signing import Verifier
@@ -84,6 +87,10 @@ def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
     mine = config.model_dump(mode="json")
     if path.is_file():
         theirs = json.loads(path.read_text(encoding="utf-8"))
+        # A key added since the folder started ran as what is now its default; a key since
+        # removed fails validation: compared as written, so named as a difference.
+        with contextlib.suppress(ValidationError):
+            theirs = ExperimentConfig.model_validate(theirs).model_dump(mode="json")
         changed = sorted(k for k in set(mine) | set(theirs)
                          if _results_part(mine, k) != _results_part(theirs, k))  # fmt: skip
         if not changed:
@@ -135,7 +142,9 @@ def _curate(
     from shopbench.curation.pipeline import curate
     from shopbench.curation.truth import load_truth
 
-    cfg = curation_of(arm, recovery_weight=config.recovery_weight)
+    cfg = curation_of(
+        arm, recovery_weight=config.recovery_weight, mask_refused=config.mask_refused
+    )
     assert cfg is not None
     folder = stages.arm(arm) / "curated"
 

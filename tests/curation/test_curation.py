@@ -335,6 +335,27 @@ def test_recovery_turns_can_be_masked(played: dict[int, list[Trajectory]], tmp_p
         assert wrong == {i for i, keep in enumerate(e.turn_mask) if not keep}
 
 
+def test_refused_calls_can_be_masked_in_every_kept_episode(
+    played: dict[int, list[Trajectory]], tmp_path: Path
+) -> None:
+    root = _archive(tmp_path / "archive", played[1])  # trial_and_error
+    cfg = _write(tmp_path / "c.toml", "[recovery]\nmask_refused = true\n")
+    out = tmp_path / "curated"
+    assert _curate("--archive", str(root), "--config", str(cfg), "--out", str(out)) == 0
+    kept = list(read_curated(out))
+    refused = 0
+    for e in kept:
+        facts = episode_facts(e.trajectory)
+        wrong = {c.turn for c in facts.calls if c.error is not None}
+        refused += len(wrong)
+        if not wrong:
+            assert e.turn_mask is None
+            continue
+        assert e.turn_mask is not None and e.turn_mask[-1]
+        assert wrong == {i for i, keep in enumerate(e.turn_mask) if not keep}
+    assert refused  # the policy's mistakes are there to mask
+
+
 def test_repeated_calls_and_loops_are_named(played: dict[int, list[Trajectory]]) -> None:
     from shopbench.curation.config import StructureParams
 

@@ -168,6 +168,10 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     assert "| curated |" in md and "curated − unfiltered" in md and "plot.svg" in md
     svg = ET.fromstring((out / "plot.svg").read_text())
     assert svg.tag.endswith("svg") and len(list(svg.iter())) > 20
+    # A folder started before a key existed ran as its default: the same config.
+    started = json.loads((out / "config.json").read_text())
+    assert started.pop("mask_refused") is False
+    (out / "config.json").write_text(json.dumps(started))
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()
               and p.name not in ("report.json", "report.md", "plot.svg")}  # fmt: skip
     assert _run("--config", str(config), "--out", str(out)) == 0
@@ -312,6 +316,13 @@ def test_the_arms_are_the_release_curation_and_its_variants() -> None:
     assert not any(getattr(unfiltered, r).enabled for r in ("validity", "narrator", "outcome"))
     assert successes.outcome.enabled and successes.outcome.rule_score_min == 1.0
     assert not successes.judge.enabled and not successes.narrator.enabled
+    # Masking refused calls is one switch for every trained arm, nothing else changed.
+    for arm, plain in (("curated", curated), ("unfiltered", unfiltered), ("successes", successes)):
+        masked = curation_of(arm, recovery_weight=3.0, mask_refused=True)
+        assert masked is not None and masked.recovery.mask_refused
+        assert not plain.recovery.mask_refused
+        assert masked.model_copy(update={"recovery": plain.recovery}) == plain
+    assert curation_of("base", recovery_weight=3.0, mask_refused=True) is None
 
 
 def test_the_shipped_configs_load(tiny: Path) -> None:
