@@ -327,7 +327,8 @@ def test_the_arms_are_the_release_curation_and_its_variants() -> None:
 
 def test_the_shipped_configs_load(tiny: Path) -> None:
     root = Path(__file__).resolve().parents[2] / "experiments"
-    for name in ("smollm2-cpu.yaml", "smollm2-cpu-episodes.yaml", "qwen3-4b-gpu.yaml"):
+    for name in ("smollm2-cpu.yaml", "smollm2-cpu-episodes.yaml", "smollm2-cpu-forms.yaml",
+                 "qwen3-4b-gpu.yaml"):
         config = load_experiment(root / name, model=tiny)
         assert config.arena is not None and "base" in config.arms
     with pytest.raises(ExperimentError, match="no such model directory"):
