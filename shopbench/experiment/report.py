@@ -192,7 +192,7 @@ def render_markdown(r: ExperimentReport) -> str:
             f"{_cell(m.get('completion'))} | {_cell(m.get('valid_tool_calls'))} | "
             f"{_cell(m.get('valid_turns'))} |"
         )
-    mde = first.mde
+    mde = next((a.table for a in r.arms if a.arm == BASE), first).mde  # at the base's rate
     lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "
               f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
     if r.pending:

@@ -24,6 +24,8 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.experiment.arms import curation_of
 from shopbench.experiment.config import load_experiment
 from shopbench.experiment.errors import ExperimentError
+from shopbench.experiment.report import render_markdown
+from shopbench.experiment.results import ExperimentReport
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
@@ -269,6 +271,13 @@ def test_the_arms_run_in_the_config_s_order_base_last_when_asked(
     report = json.loads((out / "report.json").read_text())
     assert [a["arm"] for a in report["arms"]] == ["curated", "base"]
     assert report["arms"][0]["minus_base"]["asr"] is not None and report["pending"] == []
+    # The smallest detectable difference is the base's, whichever arm the table starts with.
+    data = ExperimentReport.model_validate(report)
+    base = data.arms[1].model_copy(update={
+        "table": data.arms[1].table.model_copy(update={"mde": 0.0614})
+    })  # fmt: skip
+    shown = render_markdown(data.model_copy(update={"arms": [data.arms[0], base]}))
+    assert "(80% power, at the base rate): 0.061." in shown
 
 
 def test_too_few_rows_or_held_out_tasks_stop_before_training(
