@@ -335,6 +335,7 @@ def _steps(
 ) -> None:
     """The arm's step accuracy on the reference episodes (once): ``eval/<arm>/steps.json``
     (the report) and ``steps.jsonl`` (each step)."""
+    from shopbench.agents.local.engine import release_engines
     from shopbench.agents.registry import make_policy
     from shopbench.catalog.store import Catalog
     from shopbench.chat import EpisodeLimits
@@ -366,6 +367,7 @@ def _steps(
         )
         (folder / "steps.json").write_text(report.model_dump_json(indent=2) + "\n",
                                            encoding="utf-8")  # fmt: skip
+        release_engines()
 
     stages.run(f"steps {arm}", folder, work)
 
@@ -373,6 +375,7 @@ def _steps(
 def _evaluate(
     config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget
 ) -> None:
+    from shopbench.agents.local.engine import release_engines
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
     from shopbench.evaluate.trained.report import write_model_eval
@@ -416,6 +419,7 @@ def _evaluate(
             )  # fmt: skip
         write_model_eval(folder, report, played)
         journal.unlink()
+        release_engines()  # the next stage may train, and the kept keys and values are GBs
 
     stages.run(f"eval {arm}", folder, work)
 

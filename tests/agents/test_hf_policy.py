@@ -303,6 +303,24 @@ def test_concurrent_turns_share_a_generate_call(
     assert together == alone
 
 
+def test_released_engines_are_let_go_and_loaded_again_when_asked(random_model: HFEngine) -> None:
+    import gc
+    import weakref
+
+    from shopbench.agents.local.engine import release_engines, shared_engine
+
+    config = HFPolicyConfig(path=random_model.path, max_new_tokens=4, kv_cache_tokens=256)
+    first = shared_engine(config)
+    assert shared_engine(config) is first  # one per model and settings in a process
+    gone = weakref.ref(first)
+    del first
+    assert release_engines() >= 1
+    gc.collect()
+    assert gone() is None  # nothing else held it: its weights and kept keys are freed
+    again = shared_engine(config)
+    assert again.path == random_model.path and release_engines() == 1
+
+
 def test_sampling_is_seeded_and_independent_of_the_batch(
     random_model: HFEngine, env: ShoppingEnv, tasks: list[Task]
 ) -> None:

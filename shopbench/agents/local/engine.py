@@ -13,6 +13,7 @@ torch and transformers are imported when an engine is made, not before.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import threading
 import time
@@ -455,3 +456,14 @@ def shared_engine(config: HFPolicyConfig) -> HFEngine:
                 buffered=config.buffered_cache,
             )
         return engine
+
+
+def release_engines() -> int:
+    """Let go of every shared engine (its weights, its kept keys and values); how many there
+    were. A long process that evaluates one model and then trains another calls it between
+    the two: the next policy over a model loads it again."""
+    with _ENGINES_LOCK:
+        count = len(_ENGINES)
+        _ENGINES.clear()
+    gc.collect()
+    return count
