@@ -101,12 +101,11 @@ class Curator:
             weight *= self.cfg.recovery.weight
         row["weight"] = round(weight, 6)
         row["tags"] = recovery_tags(segments)
-        wrong: set[int] = set()
-        if self.cfg.recovery.mask_errors:
-            wrong.update(t for s in segments for t in s.wrong_turns)
-        if self.cfg.recovery.mask_refused:
-            wrong.update(refused_turns(facts))
-        if self.cfg.recovery.mask_errors or self.cfg.recovery.mask_refused:
+        recovery = self.cfg.recovery
+        if recovery.mask_errors or recovery.mask_refused:
+            wrong = {t for s in segments for t in s.wrong_turns} if recovery.mask_errors else set()
+            if recovery.mask_refused:
+                wrong |= refused_turns(facts)
             row["mask"] = turn_mask(wrong, facts.assistant_turns)
         return row
 

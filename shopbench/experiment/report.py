@@ -56,13 +56,13 @@ def _arm(
     files = {"eval": named(evaluation / "report.json"),
              "trajectories": named(evaluation / "trajectories.jsonl")}  # fmt: skip
     seconds = float(next(iter(report.get("seconds", {}).values()), 0.0))
-    timed = len(played) - int(next(iter(report.get("resumed", {}).values()), 0))
+    resumed = int(next(iter(report.get("resumed", {}).values()), 0))
     result: dict[str, Any] = {
         "arm": arm, "model": named(model_dir(stages, arm, config)),
         "table": report["model"]["overall"], "by_intent": report["model"]["by_intent"],
         "eval_s": seconds,
-        "eval_resumed": len(played) - timed,
-        "eval_episodes_per_s": round(timed / seconds, 4) if seconds > 0 else 0.0,
+        "eval_resumed": resumed,
+        "eval_episodes_per_s": round((len(played) - resumed) / seconds, 4) if seconds > 0 else 0.0,
     }  # fmt: skip
     steps = _read(stages.out / "steps" / arm / "steps.json")
     if steps:

@@ -50,9 +50,9 @@ BRIEF: PromptName = "brief"
 TOOLS: PromptName = "tools"
 FORMS: PromptName = "forms"
 SHORT_PROMPTS: tuple[PromptName, ...] = (BRIEF, TOOLS, FORMS)
+"""The prompts a view may ask for instead of the environment's (the id's last part)."""
 LINE_PROMPTS: tuple[PromptName, ...] = (TOOLS, FORMS)
 """The prompts that name each tool in one line of the system prompt, no schemas offered."""
-"""The prompts a view may ask for instead of the environment's (the id's last part)."""
 
 
 class ObservationView(BaseModel):
