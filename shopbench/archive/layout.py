@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shopbench.archive.bounds import oversized_rows
 from shopbench.archive.errors import SinkError
 from shopbench.records.trajectory import LATE_FIELDS, Trajectory
 
@@ -249,7 +251,17 @@ def _parse(text: str) -> Any:
     return pydantic_core.from_json(text)
 
 
+IDENTITY_COLUMNS = ("episode_id", "task_id", "intent", "miner_uid", "miner_hotkey")
+"""What :func:`table_rows` reads of a row it refuses to build, to name it."""
+MAX_SHOWN_CHARS = 128
+"""Characters of each identifying column read of a refused row."""
+OVERSIZED = "__oversized__"
+"""The key of :func:`table_rows`'s stand-in for a row over the record's limits: the reason."""
+
+
 def _record(row: dict[str, Any]) -> dict[str, Any]:
+    if OVERSIZED in row:
+        raise SinkError(f"not read: {row[OVERSIZED]}")
     data = {name: row[name] for name in _PLAIN}
     data["messages"] = row["messages"]
     data["tool_log"] = [
@@ -269,11 +281,32 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:
     """The rows of a table of :data:`SCHEMA` as Python dicts of the
     :data:`RECORD_COLUMNS` (derived and extra columns, such as hive partition columns, are
-    left out); SinkError when one of those is missing."""
+    left out); SinkError when one of those is missing. A row holding more than a record may
+    (:func:`~shopbench.archive.bounds.oversized_rows`) is not read: it comes as its
+    :data:`IDENTITY_COLUMNS`, cut short, and :data:`OVERSIZED` with the reason, on which
+    :func:`record_of` raises."""
     missing = [name for name in RECORD_COLUMNS if name not in table.column_names]
     if [name for name in missing if name not in LATE_COLUMNS]:
         raise SinkError(f"not an archive table: missing columns {', '.join(missing)}")
-    return with_late_columns(table).select(list(RECORD_COLUMNS)).to_pylist()
+    table = with_late_columns(table).select(list(RECORD_COLUMNS))
+    over = oversized_rows(table, list(RECORD_COLUMNS))
+    if not over:
+        return table.to_pylist()
+    # A row over the record's limits is never built: it stands as its identifying columns,
+    # cut short, and the reason, which record_of raises (so it fails alone).
+    keep = pa.array([i not in over for i in range(table.num_rows)])
+    good = iter(table.filter(keep).to_pylist())
+    named = table.filter(pc.invert(keep)).select(list(IDENTITY_COLUMNS))
+    named = pa.table({
+        name: pc.utf8_slice_codeunits(col, 0, MAX_SHOWN_CHARS)
+        if pa.types.is_string(col.type) else col
+        for name, col in zip(named.column_names, named.columns, strict=True)
+    })  # fmt: skip
+    stand_ins = iter(named.to_pylist())
+    return [
+        {**next(stand_ins), OVERSIZED: reason} if (reason := over.get(i)) else next(good)
+        for i in range(table.num_rows)
+    ]
 
 
 def with_late_columns(table: pa.Table) -> pa.Table:

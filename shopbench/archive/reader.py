@@ -9,7 +9,9 @@ signature by its own signer). With :class:`Trust` — a validator's hotkey and a
 a folder is held to what that validator signed, as a pull holds a bucket: a shard is read
 only when its manifest lies in that validator's partition, names that validator as its
 signer, carries that validator's signature, and the file's size, sha256 and row count
-match it. Every shard left out is in :attr:`ArchiveListing.dropped` with its reason, so a
+match it. Either way a shard whose footer promises more than its size may hold
+(:func:`~shopbench.archive.bounds.footer_problem`) is left out before any row is read. Every
+shard left out is in :attr:`ArchiveListing.dropped` with its reason, so a
 command can say what it dropped. A verified file's sha256 is remembered by its size and
 modification time, so a service that lists again and again hashes each shard once.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from shopbench.archive.bounds import footer_problem
 from shopbench.archive.errors import SinkError, UnsafePath
 from shopbench.archive.manifest import ShardManifest, verify_manifest
 from shopbench.archive.paths import partition_of_path, shard_path, shown
@@ -161,6 +164,8 @@ def list_archive(
                     reason = "missing" if size < 0 else (
                         f"{size} bytes, the manifest says {manifest.bytes}"
                     )  # fmt: skip
+                else:
+                    reason = footer_problem(file, size)
         if reason is not None:
             listing.dropped.append(Dropped(path=manifest.path, rows=manifest.rows, reason=reason))
             continue

@@ -6,7 +6,8 @@ and then its signed manifest at ``<root>/_manifests/<that path>.json``; each fil
 under a temporary name, fsynced and renamed into place, and its directory fsynced, so a
 crash leaves either no file or the whole file — and never a manifest whose shard is
 missing. :func:`verify_shard` is the one check of a shard against its manifest (size,
-sha256, rows); everyone who trusts a shard calls it.
+sha256, rows, and a footer that does not promise a decompression bomb); everyone who trusts a
+shard calls it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import shopbench
+from shopbench.archive.bounds import footer_problem
 from shopbench.archive.durable import fsync_dir
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import (
@@ -195,6 +197,12 @@ def read_shard(path: str | Path) -> list[Trajectory]:
     readable archive shard."""
     p = Path(path)
     try:
+        problem = footer_problem(p, p.stat().st_size)
+    except OSError as e:
+        raise SinkError(f"{p}: not a readable shard ({e.strerror or e})") from None
+    if problem is not None:
+        raise SinkError(f"{p}: {problem}")
+    try:
         table = pq.read_table(p, schema=SCHEMA, partitioning=None)
     except (OSError, pa.ArrowException) as e:
         raise SinkError(f"{p}: not a readable shard ({e})") from None
@@ -211,8 +219,9 @@ def verify_shard(root: str | Path, manifest: ShardManifest) -> str | None:
 
 
 def verify_shard_file(path: str | Path, manifest: ShardManifest) -> str | None:
-    """None when the file at `path` is the shard `manifest` describes (size, sha256, rows);
-    otherwise the reason it is not (a download is checked this way before it takes the
+    """None when the file at `path` is the shard `manifest` describes (size, sha256, rows)
+    and would not inflate out of proportion when read
+    (:func:`~shopbench.archive.bounds.footer_problem`); otherwise the reason it is not (a download is checked this way before it takes the
     shard's place)."""
     path = Path(path)
     try:
@@ -231,7 +240,8 @@ def verify_shard_file(path: str | Path, manifest: ShardManifest) -> str | None:
         return f"{manifest.path}: not a Parquet file ({e})"
     if rows != manifest.rows:
         return f"{manifest.path}: {rows} rows, the manifest says {manifest.rows}"
-    return None
+    problem = footer_problem(path, size)
+    return None if problem is None else f"{manifest.path}: {problem}"
 
 
 def iter_manifests(root: str | Path) -> Iterator[tuple[Path, ShardManifest | SinkError]]:

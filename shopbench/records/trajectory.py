@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from shopbench.chat import ChatMessage
+from shopbench.chat import MAX_REQUEST_BYTES, ChatMessage
 from shopbench.records.diagnosis import Diagnosis, diagnose
 from shopbench.records.outcome import Outcome
 from shopbench.records.task import Intent, Split, TaskCard
@@ -37,6 +37,16 @@ MAX_DETAIL_CHARS = 500
 
 MAX_AGENT_NAME_CHARS = 128
 """Characters of a model name or revision an agent card gives (the wire's limit too)."""
+
+MAX_FIELD_BYTES = MAX_REQUEST_BYTES
+"""Bytes of any one text a record holds (a message, a tool call's arguments, a JSON column).
+Every message went to the miner inside one request of at most ``MAX_REQUEST_BYTES``, and the
+rest (tool schemas, outcome, verdict, timings) is far smaller; readers of an archive refuse a
+row holding more before they build it (:func:`~shopbench.archive.layout.table_rows`)."""
+
+MAX_RECORD_BYTES = 4 * MAX_REQUEST_BYTES
+"""Bytes of all the texts of one record together: the conversation (below one request, and
+the last turn's reply and observations), the tool log and the open shapes, with room."""
 
 
 def printable_name(value: str) -> str:

@@ -63,18 +63,20 @@ def read_archive(
 ) -> tuple[list[Trajectory], list[str]]:
     """Every record the verified reader lists under `root` (with `trust`, only that
     validator's signed shards, bytes checked), and each shard left out as "path: reason".
-    VerifyError when `root` is no archive folder or a listed shard cannot be read."""
+    A listed shard that cannot be read (a row over the record's limits, say) is left out
+    too, and the rest read. VerifyError when `root` is no archive folder."""
     try:
         listing = list_archive(root, trust=trust, check_bytes=True)
     except SinkError as e:
         raise VerifyError(f"--archive: {e}") from None
     records: list[Trajectory] = []
+    left_out = [f"{d.path}: {d.reason}" for d in listing.dropped]
     for ref in listing.shards:
         try:
             records.extend(read_shard(ref.file))
         except SinkError as e:
-            raise VerifyError(f"--archive: {e}") from None
-    return records, [f"{d.path}: {d.reason}" for d in listing.dropped]
+            left_out.append(f"{ref.manifest.path}: {e}")
+    return records, left_out
 
 
 class _Episode:
