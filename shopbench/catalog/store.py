@@ -168,6 +168,25 @@ def _ordered_chunks(cfg: Any, n: int, workers: int) -> Iterator[list[dict[str, A
             yield pending.popleft().result()
 
 
+MAX_WORKERS = 256
+"""Generator processes one build may start."""
+
+
+def check_build(n_products: int, chunk_size: int, workers: int) -> None:
+    """CatalogError naming the flag when a build's size, chunking or workers are out of
+    range (checked before anything is built or read)."""
+    from shopbench.catalog.gen_ids import PRODUCT_ID_DOMAIN
+    from shopbench.catalog.generator import MAX_CHUNK_SIZE
+
+    for flag, value, most in (
+        ("--products", n_products, PRODUCT_ID_DOMAIN),
+        ("--chunk-size", chunk_size, MAX_CHUNK_SIZE),
+        ("--workers", workers, MAX_WORKERS),
+    ):
+        if not 1 <= value <= most:
+            raise CatalogError(f"{flag} must be between 1 and {most:,}, got {value:,}")
+
+
 def build_catalog(
     out: str | Path,
     n_products: int,
@@ -191,8 +210,7 @@ def build_catalog(
     from shopbench.catalog.knowledge import generate_knowledge
     from shopbench.catalog.search.index import SearchIndex
 
-    if n_products < 1:
-        raise CatalogError(f"--products must be at least 1, got {n_products}")
+    check_build(n_products, chunk_size, workers)
     out = Path(out)
     secret = seed if seed is not None else secrets.randbits(63)
     params: dict[str, str | int | float | None] = {

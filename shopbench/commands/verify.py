@@ -19,7 +19,7 @@ import typer
 
 from shopbench.commands.flags import Flags
 from shopbench.records.task import INTENTS, Intent
-from shopbench.verify.config import VerifyConfig
+from shopbench.verify.config import MAX_BANK_PER_INTENT, VerifyConfig
 from shopbench.verify.errors import VerifyError
 
 if TYPE_CHECKING:
@@ -138,6 +138,7 @@ def verify_command(
         None,
         "--bank-per-intent",
         min=1,
+        max=MAX_BANK_PER_INTENT,
         help="tasks per intent in each epoch's bank (default: the validator's default)",
     ),
     intents: str = typer.Option(
@@ -164,6 +165,14 @@ def verify_command(
     from shopbench.verify.run import TaskIndex, TaskSource, read_archive, verify_records
 
     wanted = _intents(intents)  # checked before anything is read or built
+    if catalog is None and products is not None:
+        from shopbench.catalog.errors import CatalogError
+        from shopbench.catalog.store import check_build
+
+        try:
+            check_build(products, chunk_size, workers)
+        except CatalogError as e:
+            raise VerifyError(str(e)) from None
     if derived_keys and seed is None:
         raise VerifyError("--derived-keys needs the revealed seed: --seed N")
     revealed = RevealedSeed(seed=seed, generation=generation) if seed is not None else None

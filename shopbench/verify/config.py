@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MAX_BANK_PER_INTENT = 10_000
+"""Tasks per intent a verifier regenerates for one epoch (a validator's default is 32)."""
+
 
 class VerifyConfig(BaseModel):
     """What a verification checks beyond each episode on its own."""
