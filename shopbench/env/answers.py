@@ -19,11 +19,12 @@ from shopbench.tasks.queries import attribute_label, pair_clause, price_clause
 STATE: tuple[str, ...] = (
     "I'd like it {c}.",
     "Good question: {c}, please.",
-    "Yes, {c}.",
+    "To be exact: {c}.",
     "It should be {c}.",
     "I'm after one {c}.",
 )
-"""A held-back constraint, stated."""
+"""A held-back constraint, stated. Never a "yes": a question may carry a false premise ("is
+your budget under 40 pesos?"), and the answer states the constraint instead of agreeing."""
 RESTATE: tuple[str, ...] = ("As I said, {c}.", "Like I wrote: {c}.", "Just as in my request: {c}.")
 """A constraint the request already stated, stated again."""
 SERVICE_NAMES: dict[str, tuple[str, ...]] = {

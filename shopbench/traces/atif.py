@@ -235,10 +235,16 @@ class _Steps:
         return self.steps
 
 
+MODEL_DECLARED_BY = "the miner's agent card (self-declared, not checked)"
+"""Who named an episode's model: a miner says what it runs, and nothing verifies it."""
+
+
 def _agent_extra(t: Trajectory) -> dict[str, Any]:
     out: dict[str, Any] = {"system_prompt_version": t.system_prompt_version}
     if t.agent_revision is not None:
         out["model_revision"] = t.agent_revision  # ATIF's agent has a model, not a revision
+    if t.agent_model is not None:
+        out["model_declared_by"] = MODEL_DECLARED_BY
     return out
 
 

@@ -93,7 +93,10 @@ class EpisodeLine(BaseModel):
     intent: str
     query: str
     agent: str
-    model: str = Field(description="the model (and revision) the miner's agent card named")
+    model: str = Field(
+        description="the model (and revision) the miner's agent card named: self-declared, "
+        "never checked, and shown as such"
+    )
     success: bool
     rule_score: float
     judge_score: float | None

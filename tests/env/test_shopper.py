@@ -147,3 +147,20 @@ def test_the_same_episode_is_worded_the_same_and_another_differently(
     assert _ask(env, clarify_tasks[2], questions) == first
     others = {tuple(_ask(env, clarify_tasks[2], questions, key=bytes([i]) * 32)) for i in range(8)}
     assert len(others) > 1
+
+
+def test_the_shopper_never_says_yes_to_a_false_premise(
+    catalog: Catalog, clarify_tasks: list[Task]
+) -> None:
+    env = ShoppingEnv(catalog)
+    asked = 0
+    for task in clarify_tasks:
+        assert task.hidden is not None
+        if PRICE not in task.hidden.topics():
+            continue
+        for n in range(12):  # the wording is drawn per episode: several episodes each
+            [answer] = _ask(env, task, ["Is your budget under 40 pesos?"], key=bytes([n]) * 32)
+            asked += 1
+            assert not answer.lower().startswith("yes"), answer
+            assert read_price(answer) is not None, answer  # the constraint, stated
+    assert asked >= 24

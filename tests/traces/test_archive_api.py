@@ -446,9 +446,11 @@ def test_pages_escape_miner_text_under_a_strict_policy(
         assert "&lt;script&gt;window.__pwned" in view and "Embargo lifted" in view
         model = view.split('id="agent-model">', 1)[1].split("</span>", 1)[0]
         assert html.unescape(model) == f"{PAYLOADS[1]} ({PAYLOADS[6]})"  # the card's, as text
+        assert '>self-declared model</span> <span class="mono" id="agent-model">' in view
         listed = c.get("/episodes").text  # the list names the model too, as text
-        shown = listed.split('<span class="model">', 1)[1].split("</span>", 1)[0]
+        shown, after = listed.split('<span class="model">', 1)[1].split("</span>", 1)
         assert html.unescape(shown) == PAYLOADS[1]
+        assert after.lstrip().startswith('<span class="declared"') and "(self-declared)" in after
         items = c.get("/v1/trajectories").json()["items"]
         row = next(r for r in items if r["episode_id"] == episode)
         assert row["agent_model"] == PAYLOADS[1]

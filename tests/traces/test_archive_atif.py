@@ -103,8 +103,10 @@ def test_the_whole_archive_exports_one_valid_atif_file_per_episode(
         # the model the miner's agent card named, where ATIF readers look for the model
         assert t.agent_model is not None and t.agent_model.startswith("reference/")
         assert doc.agent.model_name == t.agent_model and t.agent_revision is not None
-        assert ours(doc.agent.extra) == {"system_prompt_version": t.system_prompt_version,
-                                         "model_revision": t.agent_revision}  # fmt: skip
+        assert ours(doc.agent.extra) == {
+            "system_prompt_version": t.system_prompt_version, "model_revision": t.agent_revision,
+            "model_declared_by": "the miner's agent card (self-declared, not checked)",
+        }  # fmt: skip
         assert doc.final_metrics is not None and doc.final_metrics.total_steps == len(doc.steps)
         assert ours({"shopbench": doc.final_metrics.extra["shopbench"]})["tool_calls"] == len(
             t.tool_log
