@@ -21,7 +21,8 @@ Chain (raised by every ``ChainClient``):
 - :class:`ChainUnavailable` — the endpoint is down or dropped the connection (after retries).
 - :class:`InvalidChainRequest` — the arguments cannot be submitted (all-zero weights, a
   commitment over the size limit, an unknown uid).
-- :class:`ChainRejected` — the chain refused the call for another reason (its name kept).
+- :class:`ChainRejected` — the chain refused the call for another reason (its name kept);
+  its subclass :class:`SubnetNotFound`: the netuid names no subnet on the chain reached.
 """
 
 from __future__ import annotations
@@ -112,3 +113,11 @@ class ChainRejected(ChainClientError):
     def __init__(self, message: str, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
+
+
+class SubnetNotFound(ChainRejected):
+    """The chain answered, and has no subnet with this netuid: retrying cannot help."""
+
+    def __init__(self, netuid: int) -> None:
+        super().__init__(f"netuid {netuid} does not exist on this chain", "SubnetNotExists")
+        self.netuid = netuid

@@ -59,11 +59,32 @@ class SubtensorConfig(_Section):
     @field_validator("network")
     @classmethod
     def _known_network(cls, value: str) -> str:
+        from bittensor.settings import NETWORKS
+
         from template.chain.memory_wire import is_memory_network, parse_url
 
         if is_memory_network(value):
             parse_url(value)  # ValueError naming the malformed address
+        elif value not in NETWORKS and not value.startswith(("ws://", "wss://")):
+            raise ValueError(
+                f"unknown network {value!r}: give one of {', '.join(sorted(NETWORKS))}, a "
+                "ws(s):// endpoint URL, or memory://HOST:PORT"
+            )
         return value
+
+
+ROOT_NETUID = 0
+"""The root network's netuid: no subnet's, so a neuron given it was given a placeholder."""
+
+
+def _subnet_netuid(value: int | None) -> int | None:
+    """`value` unless it is the root network's netuid (ValueError naming what to give)."""
+    if value == ROOT_NETUID:
+        raise ValueError(
+            f"netuid {ROOT_NETUID} is the root network, not a subnet: give your subnet's "
+            "netuid (`btcli subnets list` shows them)"
+        )
+    return value
 
 
 class AxonConfig(_Section):
@@ -222,6 +243,8 @@ class ValidatorConfig(BaseModel):
     neuron: ValidatorNeuronConfig = Field(default_factory=ValidatorNeuronConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     consensus: ConsensusConfig = Field(default_factory=ConsensusConfig)
+
+    _netuid = field_validator("netuid")(_subnet_netuid)
 
     @property
     def state_dir(self) -> Path:
@@ -393,6 +416,8 @@ class MinerConfig(BaseModel):
     agent: AgentConfig | None = Field(default=None, description="the agent served")
     local: LocalConfig = Field(default_factory=LocalConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    _netuid = field_validator("netuid")(_subnet_netuid)
 
     @model_validator(mode="after")
     def _mode(self) -> MinerConfig:

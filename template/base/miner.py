@@ -30,8 +30,9 @@ from shopbench.agents.options import PolicyOptions
 from template.base.config import AgentConfig, MinerConfig
 from template.base.episode_log import EpisodeLog
 from template.base.metrics import CONTENT_TYPE_LATEST, MeteredPolicy, MinerMetrics
-from template.base.neuron import NeuronError
-from template.errors import ChainClientError
+from template.base.neuron import NeuronError, missing_subnet
+from template.base.ports import bind_error
+from template.errors import ChainClientError, SubnetNotFound
 from template.protocol import AgentCard
 from template.transport import CallerGate, MinerAppConfig, StandingConfig, bind, create_miner_app
 
@@ -178,7 +179,10 @@ class Miner:
         """Check registration, read the metagraph and publish the address (not in local mode)."""
         if self.chain is None:
             return
-        graph = await self.chain.metagraph()
+        try:
+            graph = await self.chain.metagraph()
+        except SubnetNotFound as e:
+            raise missing_subnet(e, self.config.subtensor) from None
         if graph.by_hotkey(self.hotkey) is None:
             raise NeuronError(
                 f"hotkey {self.hotkey} is not registered on netuid {self.config.netuid} "
@@ -194,7 +198,10 @@ class Miner:
         import uvicorn
 
         axon = self.config.axon
-        sock = bind(axon.ip, axon.port)
+        try:
+            sock = bind(axon.ip, axon.port)
+        except OSError as e:
+            raise bind_error("--axon.port", axon.ip, axon.port, e) from None
         self.port = int(sock.getsockname()[1])
         try:
             await self.announce(self.port)

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from shopbench.errors import ShopbenchError
 from template.base.config import ClockConfig, LoggingConfig, SubtensorConfig, WalletConfig
+from template.errors import SubnetNotFound
 
 _RECORD_FIELDS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
@@ -117,6 +118,14 @@ def make_chain(wallet: Any, subtensor: SubtensorConfig, netuid: int) -> Any:
         substrate = RemoteMemorySubstrate(parse_url(subtensor.network), signer=wallet.hotkey)
         return LocalChain(substrate, wallet, netuid, retries=2, retry_backoff_s=1.0)
     return BittensorChain(wallet, ChainConfig(network=subtensor.network, netuid=netuid))
+
+
+def missing_subnet(error: SubnetNotFound, subtensor: SubtensorConfig) -> NeuronError:
+    """The start-up error for a netuid the reached chain does not have: what to change."""
+    return NeuronError(
+        f"--netuid {error.netuid}: {error} (--subtensor.network {subtensor.network}); give "
+        "the netuid of a subnet there (`btcli subnets list` shows them) or another network"
+    )
 
 
 def startup_clock_check(config: ClockConfig) -> None:

@@ -47,14 +47,14 @@ from shopbench.scoring.combine import LLMSampling
 from shopbench.scoring.round import RoundJudge
 from template.base.config import ValidatorConfig
 from template.base.metrics import MinerGauges, ValidatorMetrics
-from template.base.neuron import Backoff, NeuronError
+from template.base.neuron import Backoff, NeuronError, missing_subnet
 from template.base.restart import RestartRequest, read_restart_request, take_restart_request
 from template.base.rotation import CatalogRotator, RotationConfig
 from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
 from template.base.taskbank import TaskBank, derived_seed
 from template.chain.model import MetagraphView
-from template.errors import ChainClientError
+from template.errors import ChainClientError, SubnetNotFound
 from template.signing import HotkeySigner
 from template.transport import ClientConfig, MinerClient, MinerEndpoint
 
@@ -233,6 +233,8 @@ class Validator:
             try:
                 graph = await self.chain.metagraph()
             except ChainClientError as e:
+                if isinstance(e, SubnetNotFound) and required and self.metagraph is None:
+                    raise missing_subnet(e, self.config.subtensor) from None  # no retry helps
                 self.metrics.chain_errors.labels("metagraph").inc()
                 if not required or self.metagraph is not None:
                     log.warning("metagraph not read (%s); using the last one", e)
@@ -512,13 +514,19 @@ async def run_validator(config: ValidatorConfig) -> None:
     import signal
 
     from template.base.neuron import load_wallet, make_chain, startup_clock_check
+    from template.base.ports import bind_error
 
     startup_clock_check(config.neuron.clock)
     wallet = load_wallet(config.wallet)
     chain = make_chain(wallet, config.subtensor, config.netuid)
     validator = Validator(config, chain, wallet)
     if config.neuron.metrics_port:
-        validator.metrics.serve(config.neuron.metrics_port, config.neuron.metrics_host)
+        n = config.neuron
+        try:
+            validator.metrics.serve(n.metrics_port, n.metrics_host)
+        except OSError as e:
+            await validator.close()
+            raise bind_error("--neuron.metrics_port", n.metrics_host, n.metrics_port, e) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 

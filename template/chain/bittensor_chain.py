@@ -33,6 +33,7 @@ from template.errors import (
     InvalidChainRequest,
     NotRegistered,
     RateLimited,
+    SubnetNotFound,
 )
 
 log = logging.getLogger("template.chain")
@@ -152,7 +153,7 @@ class BittensorChain:
             lambda: self._client.subnets.metagraph(self.netuid, commitments=False),
         )
         if graph is None:
-            raise ChainRejected(f"netuid {self.netuid} does not exist", "SubnetNotExists")
+            raise SubnetNotFound(self.netuid)
         neurons = [
             NeuronView(
                 uid=n.uid,

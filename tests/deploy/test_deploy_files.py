@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import re
 import shlex
 import shutil
@@ -154,6 +155,7 @@ def _pm2_apps() -> list[dict[str, Any]]:
         [node, "-e", "console.log(JSON.stringify(require(process.argv[1])))",
          str(DEPLOY / "pm2" / "ecosystem.config.js")],
         capture_output=True, text=True, timeout=60, check=True,
+        env={**os.environ, "NETUID": "5"},  # the file refuses to start without one
     )  # fmt: skip
     apps: list[dict[str, Any]] = json.loads(done.stdout)["apps"]
     return apps
@@ -167,7 +169,7 @@ def test_pm2_runs_both_scripts_from_the_checkout_with_its_python() -> None:
         assert app["autorestart"] is True
     assert (validator["script"], validator["args"]) == (VALIDATOR_SCRIPT, [])
     assert set(validator["env"]) <= VALIDATOR_VARS
-    assert validator_config([], env=validator["env"]).netuid == 0
+    assert validator_config([], env=validator["env"]).netuid == 5
     assert updater["script"] == UPDATER_SCRIPT
     u = updater_config(updater["args"], env=updater["env"])
     assert set(updater["env"]) <= UPDATER_VARS and u.update.every == 300
