@@ -128,7 +128,7 @@ def test_the_request_asks_for_a_schema_reasoned_judgement_at_temperature_zero(
         assert f"#{n} turn {entry.turn}: <agent-" in user and entry.name in user
 
     assert verdict.score == 0.9 and verdict.stopped_at is None
-    assert verdict.judge_id == f"llm-judge/2+{MODEL}@{REVISION[:12]}+prompt/v2+rubric/3"
+    assert verdict.judge_id == f"llm-judge/2+{MODEL}@{REVISION[:12]}+prompt/v2+rubric/4"
     assert [c.name for c in verdict.criteria] == NAMES
     assert verdict.criterion("real_output").evidence == "Judged real_output from the tool log " \
         "and the turns."
@@ -521,11 +521,11 @@ def test_the_release_pins_the_model_unless_overridden(server: FakeJudgeServer) -
                        "'Qwen/Qwen3-32B'"):
         make_llm_judge("openai:tiny@http://127.0.0.1:9/v1")
     judge = make_llm_judge("openai:tiny@http://127.0.0.1:9/v1", override=True)
-    assert judge.judge_id == "llm-judge/2+tiny+prompt/v2+rubric/3"
-    with pytest.raises(JudgeSpecError, match="reads rubric version '4'; the rubric given is "
-                       "version '3'"):
+    assert judge.judge_id == "llm-judge/2+tiny+prompt/v2+rubric/4"
+    with pytest.raises(JudgeSpecError, match="reads rubric version '5'; the rubric given is "
+                       "version '4'"):
         LLMJudge(LLMJudgeConfig(endpoints=[Endpoint(base_url=server.url, model=MODEL)],
-                                release=RELEASE.model_copy(update={"rubric_version": "4"})))
+                                release=RELEASE.model_copy(update={"rubric_version": "5"})))
 
 
 def test_judge_specs_parse_and_bad_ones_are_named() -> None:

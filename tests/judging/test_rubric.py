@@ -62,8 +62,8 @@ def test_careful_agent_passes_every_gate(careful: list[Trajectory], judge: Rubri
         assert v.score == 0.9, v.rationale
         assert list(v.gates) == GATES and all(v.gates.values())
         assert v.stopped_at is None and v.notes == []
-        assert v.judge_id == "rubric-judge/2+rubric/3"
-        assert (v.judge_version, v.rubric_version) == ("2", "3")
+        assert v.judge_id == "rubric-judge/2+rubric/4"
+        assert (v.judge_version, v.rubric_version) == ("2", "4")
         assert v.signals["ids_fabricated"] == 0 and v.signals["prices_cited"] > 0
 
 

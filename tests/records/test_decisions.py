@@ -204,8 +204,12 @@ def test_claims_about_details_never_opened_are_unsupported_not_false(
             else:
                 assert c.verdict == "true"
         v = judge.judge_evidence(ev)
-        assert v.gates["claims_supported"] == all(
-            c.verdict != "false" for c in ev.decisions.claims
+        # From rubric v4, a claim of success with a slot left empty is false as well.
+        short = bool(ev.decisions.empty) and any(
+            c.kind in ("status", "all") for c in ev.decisions.claims
+        )
+        assert v.gates["claims_supported"] == (
+            all(c.verdict != "false" for c in ev.decisions.claims) and not short
         )
         assert v.signals["claims_unsupported"] == sum(
             c.verdict == "unsupported" for c in ev.decisions.claims
@@ -262,7 +266,7 @@ def test_verdicts_record_the_evidence_and_the_rubric_files_stay_loadable(
     for key in ("decision_points", "claims_false", "rule_cheapest_opened_disagree"):
         assert key in v.signals
     old = load_rubric(_packaged("rubric_v1.toml"))
-    assert old.rubric.version == "1" and load_rubric().rubric.version == "3"
+    assert old.rubric.version == "1" and load_rubric().rubric.version == "4"
     assert [c.name for c in load_rubric().criteria][:9] == [
         "real_output", "no_judge_directed_text", "grounded_queries", "searched_first",
         "viewed_recommended", "claims_supported", "reasoning_matches_calls",

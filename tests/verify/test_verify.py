@@ -384,7 +384,7 @@ def test_new_verdicts_carry_typed_parts_which_verify_reads_and_never_the_prose(
     assert combined.parts.llm.criteria == _llm(0).criteria
     assert combined.parts.rubric.score == combined.signals["rubric_score"] > combined.score
     assert plain.parts == VerdictParts(rubric=plain.parts.rubric)
-    assert plain.parts.rubric.judge_id == plain.judge_id == "rubric-judge/2+rubric/3"
+    assert plain.parts.rubric.judge_id == plain.judge_id == "rubric-judge/2+rubric/4"
 
     # Signed, stored and read back, the parts write the bytes that were signed.
     root = _archive([*scored, *rest], tmp_path / "archive")

@@ -23,7 +23,7 @@ JUDGE_REVISION = "9216db5781bf21249d130ec9da846c4624c16137"
 PROMPT_VERSION = "v2"
 """Selects ``shopbench/judging/llm/prompts/llm_judge_<version>.txt``."""
 
-RUBRIC_VERSION = "3"
+RUBRIC_VERSION = "4"
 """The rubric file whose criteria the model judges (the rubric judge's own file)."""
 
 JUDGE_VERSION = "2"

@@ -36,6 +36,10 @@ class RubricParams(BaseModel):
     max_wasted_questions: int = Field(
         default=1, ge=0, description="questions to the shopper that revealed nothing held back"
     )
+    success_fills_every_slot: bool = Field(
+        default=False, description="claims_supported: a claim of success (terminate's status, "
+        "or every requirement met) with a slot of the task left empty is false (rubric v4 on)",
+    )  # fmt: skip
 
 
 Check = Callable[[Evidence, RubricParams], tuple[bool, str]]
@@ -185,7 +189,9 @@ def check_recovered(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
 
 def check_claims_supported(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     """No claim that the recommendation meets the requirements is false (the grader finds a
-    visible constraint missed that the agent had been shown); unsupported ones are noted."""
+    visible constraint missed that the agent had been shown, or, with
+    ``success_fills_every_slot``, a slot of the task left empty); unsupported ones are
+    noted."""
     d = ev.decisions
     if d is None or not d.slots:
         return True, "no graded recommendation to hold a claim against"
@@ -193,6 +199,13 @@ def check_claims_supported(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     unsupported = sum(c.verdict == "unsupported" for c in d.claims)
     tail = f"; {_plural(unsupported, 'claim')} unsupported (details never opened)" \
         if unsupported else ""
+    declared = [c for c in d.claims if c.kind in ("status", "all")]
+    if p.success_fills_every_slot and d.empty and declared:
+        c = declared[0]
+        empty = ", ".join(str(s + 1) for s in d.empty)
+        return False, f"turn {c.turn + 1} claims success ({c.said!r}), but the " \
+            f"recommendation has no product for slot {empty} of " \
+            f"{len(d.slots) + len(d.empty)}{tail}"
     if false:
         c = false[0]
         return False, f"{_plural(len(false), 'false claim')} of {len(d.claims)}, first in " \

@@ -196,6 +196,8 @@ class Decisions:
 
     slots: list[SlotDecision] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    empty: list[int] = field(default_factory=list)
+    """The task's slots (0-based) the recommendation left without a product."""
 
     def points(self) -> list[SlotDecision]:
         """The slots where the agent chose among two or more opened products that differ in

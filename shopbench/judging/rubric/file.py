@@ -21,8 +21,8 @@ from shopbench.judging.rubric.checks import CHECKS, RubricParams
 from shopbench.judging.rubric.evidence import EvidenceRules
 from shopbench.judging.rubric.grounding import GroundingRules
 
-DEFAULT_RUBRIC = "rubric_v3.toml"
-"""The release's rubric; ``rubric_v1.toml`` and ``rubric_v2.toml`` stay packaged for re-judging
+DEFAULT_RUBRIC = "rubric_v4.toml"
+"""The release's rubric; ``rubric_v1.toml`` to ``rubric_v3.toml`` stay packaged for re-judging
 older records."""
 
 
