@@ -6,15 +6,22 @@ the request has passed every check (a refused request names nothing trustworthy)
 keeps each open episode in memory and writes its line when the miner can tell the episode
 is over, or no longer waits to find out:
 
-- ``terminated`` — the miner's reply called ``terminate`` (the status it declared is kept);
+- ``terminated`` — the miner's reply called ``terminate`` (the status it claimed is kept as
+  ``claimed_status``: a claim, not the grader's verdict);
 - ``turn_limit`` — it answered the episode's last turn (``turn == max_turns``);
+- ``failed`` — it did not answer a turn (``failed`` says why); the validator's loop ends an
+  episode at the first turn its agent fails, so the line is written at once;
 - ``quiet`` — no request came for ``idle_s``: the validator ended it for a reason a miner is
-  not told (its turns failed, the episode's time ran out, too many turns without progress);
+  not told (the episode's time ran out, too many turns without progress);
 - ``evicted`` — more episodes were open than the log keeps; the longest quiet was written;
 - ``stopped`` — the miner stopped with the episode open.
 
+Where the miner can know how the validator's record of the episode ends, the line says so
+(``termination``, the record's termination reason); whether the episode succeeded is the
+grader's alone, published with the record (``shopbench miner report``).
+
 A line is bounded whatever a validator sends: the episode id is the protocol's (64
-characters), the query is cut to :data:`MAX_QUERY_CHARS`, the declared status to
+characters), the query is cut to :data:`MAX_QUERY_CHARS`, the claimed status to
 :data:`MAX_STATUS_CHARS`, the refusals are counted by the app's own reasons, the line is
 ASCII JSON (a control or bidi character is written as its ``\\u`` escape, so reading the
 file in a terminal shows it as text), and the open episodes are at most ``max_open``. The
@@ -47,7 +54,16 @@ MAX_OPEN = 1024
 TERMINATE = "terminate"
 """The tool whose call ends an episode (the environment's ``terminate``)."""
 
-Ended = Literal["terminated", "turn_limit", "quiet", "evicted", "stopped"]
+Ended = Literal["terminated", "turn_limit", "failed", "quiet", "evicted", "stopped"]
+
+TERMINATION_OF_FAILURE = {
+    "deadline": "policy_timeout",
+    "overloaded": "policy_error",
+    "policy_failed": "policy_error",
+    "invalid_message": "policy_error",
+}
+"""The termination reason a validator's record carries for a turn the miner failed, by the
+miner app's reason (its client sees an error status, or no answer before the deadline)."""
 
 
 class EpisodeEntry(BaseModel):
@@ -70,7 +86,15 @@ class EpisodeEntry(BaseModel):
     first_seen: float = Field(description="unix time of its first request")
     last_seen: float = Field(description="unix time of its last request or answer")
     ended: Ended | None = Field(default=None, description="how it ended, as far as the miner knows")
-    status: str | None = Field(default=None, description="the status its terminate declared")
+    claimed_status: str | None = Field(
+        default=None, description="the status the miner's terminate call claimed (the "
+        "grader decides success, not this)",
+    )  # fmt: skip
+    termination: str | None = Field(
+        default=None, description="the termination reason of the validator's record, where "
+        "the miner can know it (terminated, turn_limit, policy_timeout, policy_error); None "
+        "where it cannot",
+    )  # fmt: skip
 
 
 def _query(request: StepRequest) -> str:
@@ -140,12 +164,14 @@ class EpisodeLog:
             entry.tool_calls += len(calls)
             ends = [c for c in calls if c.function.name == TERMINATE]
             if ends:
-                entry.status = _declared_status(ends[-1].function.arguments)
-                ended = "terminated"
+                entry.claimed_status = _declared_status(ends[-1].function.arguments)
+                ended = entry.termination = "terminated"
             elif request.turn >= request.max_turns:
-                ended = "turn_limit"
+                ended = entry.termination = "turn_limit"
         elif failed is not None:  # one of the app's own reasons: a closed set
             entry.failed[failed] = entry.failed.get(failed, 0) + 1
+            entry.termination = TERMINATION_OF_FAILURE.get(failed, "policy_error")
+            ended = "failed"
         if ended is not None:
             self._write([self.open.pop(key)], ended)
         if now - self._swept >= min(1.0, self.idle_s):
@@ -157,10 +183,11 @@ class EpisodeLog:
         quiet = [k for k, e in self.open.items() if now - e.last_seen >= self.idle_s]
         self._write([self.open.pop(k) for k in quiet], "quiet")
 
-    def close(self) -> None:
-        """Write every open episode as ended ``stopped`` (the miner is stopping)."""
+    def close(self) -> int:
+        """Write every open episode as ended ``stopped`` (the miner is stopping); how many."""
         done, self.open = list(self.open.values()), {}
         self._write(done, "stopped")
+        return len(done)
 
     def _write(self, entries: Sequence[EpisodeEntry], ended: Ended) -> None:
         if not entries:

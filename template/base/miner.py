@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 from typing import Any
 
 from fastapi import FastAPI, Response
@@ -211,6 +213,7 @@ class Miner:
         server = uvicorn.Server(
             uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         )
+        stopping = _StopSignals(server)
         syncing = asyncio.create_task(self._keep_synced())
         sweeping = (
             asyncio.create_task(self._keep_logging(self.episode_log))
@@ -224,18 +227,54 @@ class Miner:
             },
         )  # fmt: skip
         try:
-            await server.serve(sockets=[sock])
+            with stopping:
+                await server.serve(sockets=[sock])
         finally:
             for task in (syncing, sweeping):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            if self.episode_log is not None:
-                self.episode_log.close()
+            written = self.episode_log.close() if self.episode_log is not None else 0
             sock.close()
             if self.chain is not None:
                 await self.chain.close()
+            log.info(
+                "stopped%s: %d turns served; %d open episodes written as ended 'stopped'",
+                f" on {stopping.name}" if stopping.name else "", self.app.state.served, written,
+                extra={"event": "stopped", "signal": stopping.name,
+                       "served": self.app.state.served, "episodes_stopped": written},
+            )  # fmt: skip
+
+
+class _StopSignals:
+    """SIGINT and SIGTERM stop `server` and are remembered, for the stop line.
+
+    uvicorn catches both while it serves and, once it has stopped, raises the caught signal
+    again to the handler it found: with the default one, SIGTERM would end the process before
+    the miner writes its open episodes and its stop line. This handler is the one uvicorn
+    finds, so the signal stops the server and the miner then finishes in order. Outside the
+    main thread (a miner served by a test) signals are left alone.
+    """
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.name: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.name = self.name or signal.Signals(signum).name
+        self.server.should_exit = True
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
 
 async def run_miner(config: MinerConfig) -> None:

@@ -328,26 +328,67 @@ def test_the_episode_log_writes_one_bounded_line_per_episode_played(tmp_path: Pa
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
     by_id = {line["episode_id"]: line for line in lines}
     assert [line["episode_id"] for line in lines] == [
-        "ep-done", "ep-long", "ep-open", "ep-refused"
+        "ep-done", "ep-long", "ep-refused", "ep-open"
     ]
+    assert len(lines) == 4  # the failed episode was written when its turn failed, not again
     done = by_id["ep-done"]
     assert done["validator"] == VALIDATOR.hotkey_ss58 and done["query"] == "a ceramic mug"
     assert (done["turns"], done["last_turn"], done["max_turns"], done["tool_calls"]) == (
         2, 2, 12, 2
     )
-    assert (done["ended"], done["status"], done["failed"]) == ("terminated", "success", {})
+    assert (done["ended"], done["claimed_status"], done["failed"]) == ("terminated", "success", {})
+    assert done["termination"] == "terminated" and "status" not in done
     assert done["first_seen"] <= done["last_seen"]
     assert (by_id["ep-open"]["ended"], by_id["ep-open"]["turns"]) == ("quiet", 1)
+    assert by_id["ep-open"]["termination"] is None  # the validator's reason is not told
     long = by_id["ep-long"]
     assert long["ended"] == "turn_limit" and long["query"].startswith("a mug \x1b[31m")
     assert len(long["query"]) == 200 and long["query"].endswith("…")
-    refused = by_id["ep-refused"]
+    refused = by_id["ep-refused"]  # written when the turn failed, before the miner stopped
     assert (refused["ended"], refused["turns"], refused["failed"]) == (
-        "stopped", 0, {"policy_failed": 1}
+        "failed", 0, {"policy_failed": 1}
     )
+    assert refused["termination"] == "policy_error"
     text = path.read_text(encoding="utf-8")
     assert text.isascii() and "\x1b" not in text  # escaped, never a raw control character
     assert max(len(x) for x in text.splitlines()) < 2000  # 200 characters, even escaped
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stopped_miner_writes_its_open_episodes_and_a_stop_line(
+    sig: str, tmp_path: Path
+) -> None:
+    import signal
+
+    wallet = write_local_wallet(tmp_path / "wallets", "stopping-miner")
+    episodes = tmp_path / "episodes.jsonl"
+    proc, port = start_miner(
+        ["--local", "--local.allow", VALIDATOR.hotkey_ss58, "--wallet.path",
+         str(tmp_path / "wallets"), "--wallet.name", "stopping-miner", "--axon.ip", "127.0.0.1",
+         "--axon.port", "0", "--agent.policy", "careful", "--neuron.clock.ntp_servers", "",
+         "--neuron.episode_log", str(episodes)],
+        tmp_path / "miner.log",
+    )  # fmt: skip
+    hotkey = wallet.hotkey.ss58_address
+    try:
+        for n in range(2):  # two episodes left open: a turn each, no terminate
+            body = turn_body(f"ep-open-{n}", "a ceramic mug")
+            reply = httpx.post(f"http://127.0.0.1:{port}/step", content=body,
+                               headers=signed(VALIDATOR, body, hotkey))  # fmt: skip
+            assert reply.status_code == 200, reply.text
+    finally:
+        proc.send_signal(getattr(signal, sig))
+        code = proc.wait(30)
+    assert code == 0
+    lines = [json.loads(x) for x in episodes.read_text().splitlines()]
+    assert [(x["episode_id"], x["ended"]) for x in lines] == [
+        ("ep-open-0", "stopped"), ("ep-open-1", "stopped")
+    ]
+    logged = [json.loads(x) for x in (tmp_path / "miner.log").read_text().splitlines()
+              if x.startswith("{")]  # fmt: skip
+    stop = [x for x in logged if x.get("event") == "stopped"]
+    assert len(stop) == 1 and stop[0]["signal"] == sig
+    assert (stop[0]["served"], stop[0]["episodes_stopped"]) == (2, 2)
 
 
 def test_an_episode_log_that_cannot_be_written_stops_the_miner_at_start(tmp_path: Path) -> None:
