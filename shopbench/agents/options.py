@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -90,6 +90,11 @@ class PolicyOptions(BaseModel):
         default=None, ge=0, description="tokens of earlier turns' keys and values an hf: "
         "model keeps across turns (0: none); default the policy's own (0)",
     )  # fmt: skip
+    decoding: Literal["free", "constrained"] | None = Field(
+        default=None, description="how an hf: model decodes its tool calls: free, or "
+        "constrained (each call under a grammar of the tool schemas, ids limited to those the "
+        "episode showed); default free",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view a model policy reads its tool results "
         "in (full, compact, with /hN a history window: compact/h2); default the one recorded "
@@ -142,6 +147,8 @@ class PolicyOptions(BaseModel):
                 out["max_batch"] = self.max_batch
             if self.kv_cache_tokens is not None:
                 out["kv_cache_tokens"] = self.kv_cache_tokens
+            if self.decoding is not None:
+                out["decoding"] = self.decoding
             return out
         if name.startswith(OPENAI_PREFIX):
             if self.max_tokens is not None:

@@ -70,6 +70,13 @@ class HFPolicyConfig(BaseModel):
         default_factory=dict,
         description="extra arguments of the chat template, e.g. {\"enable_thinking\": false}",
     )
+    decoding: Literal["free", "constrained"] = Field(
+        default="free",
+        description="free: the model's own tokens; constrained: a tool call, once the model "
+        "opens one, is decoded under a grammar of the tool schemas (names, argument names "
+        "and forms) with product ids limited to those the episode has shown, rebuilt each "
+        "turn (shopbench.agents.local.grammar)",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view id the model reads (None: the one its "
         "directory records, else full); one that differs from the recorded one is refused",

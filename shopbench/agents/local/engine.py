@@ -43,6 +43,8 @@ class GenRequest:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    grammar: str | None = None
+    """A Lark grammar the turn is decoded under (:mod:`shopbench.agents.local.grammar`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,7 @@ class HFEngine:
         # With kept keys and values, each call's cache may write generated tokens into room
         # set aside instead of concatenating at every step (buffered_cache.py).
         self.buffered = buffered
+        self._grammar_tokenizer: Any = None
 
     def _stop_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -156,7 +159,7 @@ class HFEngine:
             with self._lock:
                 return self._generate_kept(requests)
         import torch
-        from transformers import GenerationConfig, LogitsProcessorList
+        from transformers import GenerationConfig
 
         with self._lock:
             start = time.perf_counter()
@@ -175,9 +178,7 @@ class HFEngine:
                 mask[i, width - len(rest) :] = 1
             cache = self._prefix_cache(shared, len(requests))
             budget = max(r.max_new_tokens for r in requests)
-            processors = LogitsProcessorList()
-            if any(r.temperature > 0 for r in requests):
-                processors.append(_RowSampler(requests))
+            processors = self._processors(requests)
             config = GenerationConfig(
                 max_new_tokens=budget,
                 do_sample=False,
@@ -212,7 +213,7 @@ class HFEngine:
         as if it were alone and unpadded."""
         import numpy as np
         import torch
-        from transformers import DynamicCache, GenerationConfig, LogitsProcessorList
+        from transformers import DynamicCache, GenerationConfig
 
         start = time.perf_counter()
         assert self.kv_store is not None
@@ -255,9 +256,7 @@ class HFEngine:
                         keys[i, :, width_c - n :] = k[:, :n]
                         values[i, :, width_c - n :] = v[:, :n]
                 cache.update(keys, values, layer)
-        processors = LogitsProcessorList()
-        if any(r.temperature > 0 for r in requests):
-            processors.append(_RowSampler(requests))
+        processors = self._processors(requests)
         config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=longest, do_sample=False,
             eos_token_id=sorted(self.stop_ids), pad_token_id=self.pad_id,
@@ -278,6 +277,28 @@ class HFEngine:
         self.stats.cached_prompt_tokens += sum(reused)
         self.stats.seconds += time.perf_counter() - start
         return results
+
+    def _processors(self, requests: list[GenRequest]) -> Any:
+        """The logits processors of a batch: each constrained row's grammar first, then each
+        sampled row's draw."""
+        from transformers import LogitsProcessorList
+
+        processors = LogitsProcessorList()
+        if any(r.grammar is not None for r in requests):
+            from shopbench.agents.local.grammar import GrammarMask
+
+            processors.append(GrammarMask(self.grammar_tokenizer(), [r.grammar for r in requests]))
+        if any(r.temperature > 0 for r in requests):
+            processors.append(_RowSampler(requests))
+        return processors
+
+    def grammar_tokenizer(self) -> Any:
+        """The tokenizer constrained decoding reads (built on first use, then kept)."""
+        if self._grammar_tokenizer is None:
+            from shopbench.agents.local.grammar import GrammarTokenizer
+
+            self._grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.stop_ids)
+        return self._grammar_tokenizer
 
     def _keep_shared_opening(self, requests: list[GenRequest], matched: list[int]) -> None:
         """When rows of a batch share an opening longer than anything kept matches (new

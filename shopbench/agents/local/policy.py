@@ -20,6 +20,7 @@ from shopbench.agents.format.views import apply_view, recorded_view, resolve_vie
 from shopbench.agents.local.batcher import Batcher
 from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
+from shopbench.agents.local.grammar import reply_grammar
 from shopbench.chat import AssistantMessage, ChatMessage
 
 _BATCHERS: weakref.WeakKeyDictionary[
@@ -72,12 +73,17 @@ class HFPolicy:
                 f"the conversation is {len(prompt)} tokens; the model reads at most "
                 f"{self.engine.max_positions}"
             )
+        grammar = None
+        if self.config.decoding == "constrained":
+            markers = self.engine.grammar_tokenizer().marker_ids
+            grammar = reply_grammar(tools, messages, markers)
         request = GenRequest(
             prompt=prompt,
             max_new_tokens=min(self.config.max_new_tokens, room),
             temperature=self.config.temperature,
             top_p=self.config.top_p,
             seed=turn_seed(self.config.seed, prompt),
+            grammar=grammar,
         )
         result = await self.batcher().generate(request)
         return parse_generation(result.text)
