@@ -25,6 +25,7 @@ from shopbench.agents.reference import (
     CarefulPolicy,
     CarefulTersePolicy,
     CopycatPolicy,
+    FirstHitPolicy,
     GreedyPolicy,
     GuesserPolicy,
     InterrogatorPolicy,
@@ -77,8 +78,15 @@ CLARIFY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
 asking about everything), made by name; on every other task they are the careful shopper,
 so the default sets leave them out as they leave out its copies."""
 
+BASELINE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
+    p.name: p for p in (FirstHitPolicy,)
+})
+"""Floors a trained model is measured against (``first_hit``: the message searched, the first
+hit recommended), made by name and played as an experiment's baselines, but left out of every
+default set, whose measured figures they would shift."""
+
 _BY_NAME: Mapping[str, type[ScriptedPolicy]] = MappingProxyType(
-    {**REFERENCE_POLICIES, **CLARIFY_POLICIES, **ADVERSARY_POLICIES}
+    {**REFERENCE_POLICIES, **CLARIFY_POLICIES, **ADVERSARY_POLICIES, **BASELINE_POLICIES}
 )
 POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
 """The reference policy names."""
@@ -102,6 +110,7 @@ def policy_choices() -> str:
     return (
         f"{', '.join(POLICY_NAMES)}, {', '.join(CLARIFY_POLICIES)} (clarify tasks), "
         f"the adversaries {', '.join(ADVERSARY_POLICIES)}, "
+        f"the baselines {', '.join(BASELINE_POLICIES)}, "
         "openai:MODEL@URL, or hf:PATH (a local model directory)"
     )
 

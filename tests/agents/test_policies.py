@@ -376,3 +376,23 @@ def test_the_liar_varies_its_plan_recommends_what_it_opened_and_claims_success(
         shapes.add(tuple(names))
     assert len(shapes) >= len(liar) // 3  # no one plan
     assert 0 < sum(t.success for t in liar) < len(liar)  # lucky sometimes, not always
+
+
+def test_first_hit_searches_the_message_and_recommends_its_first_hit(
+    env: ShoppingEnv, tasks: list[Task], catalog: Any
+) -> None:
+    from shopbench.agents.registry import POLICY_NAMES
+
+    assert "first_hit" not in POLICY_NAMES  # a baseline, never a default miner
+    products = [t for t in tasks if t.intent == "product"]
+    played = play_all(env, products, make_policy("first_hit", seed=0))
+    for task, t in zip(products, played, strict=True):
+        search, *rest = t.tool_log
+        assert (search.name, search.arguments) == ("find_product", {"q": task.query, "page": 1})
+        assert all(e.error is None for e in t.tool_log)
+        first = json.loads(next(m for m in t.messages if m.role == "tool").content or "[]")
+        if first:
+            assert [(e.name, e.arguments) for e in rest] == [
+                ("recommend_product", {"product_ids": first[0]["product_id"]}),
+                ("terminate", {"status": "success"}),
+            ]

@@ -23,6 +23,7 @@ from shopbench.agents.reference.careful import (
     PresumerPolicy,
 )
 from shopbench.agents.reference.copies import CopycatPolicy, PadderPolicy
+from shopbench.agents.reference.first_hit import FirstHitPolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
 from shopbench.agents.reference.liar import LiarPolicy
@@ -38,6 +39,7 @@ __all__ = [
     "CarefulPolicy",
     "CarefulTersePolicy",
     "CopycatPolicy",
+    "FirstHitPolicy",
     "GreedyPolicy",
     "GuesserPolicy",
     "InterrogatorPolicy",

@@ -1,0 +1,34 @@
+"""The floor a tuned model must pass: search the customer's whole message, recommend the
+first hit, terminate.
+
+No reading of the request, no filters, no second look. On held-out product tasks it scores
+well above ``greedy`` (the search engine does the reading); a model worth mining with must
+beat it, and a model that has learned only the call format and a four-turn script will not.
+"""
+
+from __future__ import annotations
+
+from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+
+
+class FirstHitPolicy(ScriptedPolicy):
+    """One search of the whole message; the first hit recommended, unchecked."""
+
+    name = "first_hit"
+
+    def script(self, ctx: Context) -> Script:
+        """Search the message, recommend its first hit, terminate."""
+        results = yield Step(
+            calls=[("find_product", {"q": ctx.query, "page": 1})],
+            reasoning="Searching the customer's request as written.",
+        )
+        hits = results[0].hits if results else []
+        if hits:
+            yield Step(
+                calls=[("recommend_product", {"product_ids": hits[0].product_id})],
+                reasoning="Recommending the first result.",
+            )
+        yield Step(
+            calls=[("terminate", {"status": "success" if hits else "failure"})],
+            reasoning="Done.",
+        )
