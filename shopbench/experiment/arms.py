@@ -9,7 +9,11 @@ and trained with the same steps and row length, so the arms differ in their data
 - ``successes``: the outcome successes alone, nothing else checked (rejection sampling:
   every rule off but the outcome's, whose bar is a perfect rule score);
 - ``recovery``: the release's curation with its recovery episodes (trial and error that ends
-  in success) weighted up further (:attr:`ArmSettings.recovery_weight`).
+  in success) weighted up further (:attr:`ArmSettings.recovery_weight`);
+- ``curated-2``: ``curated``'s rows trained again under the next seed: how far training
+  noise alone moves the figures;
+- ``prompted``: no training; the base model with one curated episode before each task in its
+  context (the cheapest competitor fine-tuning must beat).
 """
 
 from __future__ import annotations
@@ -19,9 +23,24 @@ from typing import Any, Literal
 from shopbench.curation.config import CurateConfig, load_config
 from shopbench.curation.rules import RULES
 
-Arm = Literal["base", "curated", "unfiltered", "successes", "recovery"]
+Arm = Literal["base", "curated", "unfiltered", "successes", "recovery", "curated-2", "prompted"]
 ARMS: tuple[Arm, ...] = ("base", "curated", "unfiltered", "successes", "recovery")
+"""The arms an experiment runs when its config names none."""
 BASE: Arm = "base"
+UNTRAINED: frozenset[Arm] = frozenset({"base", "prompted"})
+"""Arms that train nothing: evaluated with the base model's weights."""
+RESEEDED: dict[Arm, tuple[Arm, int]] = {"curated-2": ("curated", 1)}
+"""An arm trained on another arm's rows under the seed plus an offset."""
+
+
+def rows_of(arm: Arm) -> Arm:
+    """The arm whose curation and rows `arm` trains on (itself, but for a reseeded arm)."""
+    return RESEEDED[arm][0] if arm in RESEEDED else arm
+
+
+def seed_offset(arm: Arm) -> int:
+    """What `arm` adds to the experiment's seed when it trains."""
+    return RESEEDED[arm][1] if arm in RESEEDED else 0
 
 
 def _off(*keep: str) -> dict[str, Any]:
@@ -42,8 +61,9 @@ def curation_of(
 
 def _curation_of(arm: Arm, *, recovery_weight: float) -> CurateConfig | None:
     release = load_config(None)
-    if arm == BASE:
+    if arm in UNTRAINED:
         return None
+    arm = rows_of(arm)
     if arm == "curated":
         return release
     if arm == "recovery":

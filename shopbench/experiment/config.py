@@ -20,7 +20,7 @@ from shopbench.agents.local.config import check_model_dir
 from shopbench.datafiles import read_mapping
 from shopbench.distill.config import CONFIGS, shipped_config
 from shopbench.errors import ShopbenchError
-from shopbench.experiment.arms import ARMS, BASE, Arm
+from shopbench.experiment.arms import ARMS, BASE, UNTRAINED, Arm, rows_of
 from shopbench.experiment.errors import ExperimentError
 from shopbench.records.task import Intent
 
@@ -48,6 +48,14 @@ class TrainSpec(BaseModel):
     overrides: dict[str, Any] = Field(
         default_factory=dict, description="TrainConfig fields over the config (max_steps, ...)"
     )
+    tokens: int | None = Field(
+        default=None, ge=1,
+        description="every trained arm trains on this many tokens of its own pool's rows, "
+        "distinct tasks first (shopbench.distill.token_budget); None: on its whole pool",
+    )  # fmt: skip
+
+
+Decoding = Literal["free", "constrained"]
 
 
 class EvalSpec(BaseModel):
@@ -58,6 +66,22 @@ class EvalSpec(BaseModel):
     tasks: int = Field(default=200, ge=1, description="held-out tasks evaluated")
     intents: list[Intent] = Field(default=["product"], min_length=1, description="intents")
     seed: int = Field(default=8, description="seed of the held-out task draw")
+    draw_factor: int = Field(
+        default=2, ge=1,
+        description="tasks drawn per task evaluated, before those of a product group any "
+        "training row touches are left out",
+    )  # fmt: skip
+    decoding: list[Decoding] = Field(
+        default=["free"], min_length=1,
+        description="each arm is evaluated under each: free (the model's own tokens) or "
+        "constrained (every tool call decoded under a grammar of the tool schemas, ids "
+        "limited to those the episode showed); the first listed runs first",
+    )  # fmt: skip
+    baselines: list[str] = Field(
+        default_factory=list,
+        description="reference policies played on the same held-out tasks under the same "
+        "limits, reported beside the arms (careful, greedy, first_hit, ...)",
+    )  # fmt: skip
     samples: int = Field(default=1, ge=1, description="episodes per task (K of pass@K)")
     max_turns: int = Field(default=10, ge=1, description="assistant turns an episode")
     max_idle_turns: int = Field(
@@ -141,7 +165,12 @@ class ExperimentConfig(BaseModel):
     @property
     def trained_arms(self) -> list[Arm]:
         """The arms that train (all but base), in the config's order."""
-        return [a for a in self.arms if a != BASE]
+        return [a for a in self.arms if a not in UNTRAINED]
+
+    @property
+    def pooled_arms(self) -> list[Arm]:
+        """The arms whose own curation and rows the trained arms train on, in order."""
+        return list(dict.fromkeys(rows_of(a) for a in self.trained_arms))
 
 
 def load_experiment(path: Path, **overrides: Any) -> ExperimentConfig:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shopbench.experiment.arms import BASE, Arm
+from shopbench.experiment.arms import UNTRAINED, Arm
 from shopbench.experiment.config import ExperimentConfig
 
 ARENA_DIR = "arena"
@@ -83,7 +83,7 @@ class Stages:
 
 def model_dir(stages: Stages, arm: Arm, config: ExperimentConfig) -> Path:
     """The model directory an arm is evaluated with (the base model for ``base``)."""
-    if arm == BASE:
+    if arm in UNTRAINED:
         return config.model
     train = stages.arm(arm) / "train"
     merged = train / "merged"

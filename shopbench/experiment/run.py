@@ -42,8 +42,8 @@ from shopbench.agents.options import PolicyOptions
 from shopbench.archive.signing import Verifier
 from shopbench.distill.budget import TurnBudget
 from shopbench.errors import ShopbenchError
-from shopbench.experiment.arms import BASE, Arm, curation_of
-from shopbench.experiment.config import ExperimentConfig
+from shopbench.experiment.arms import UNTRAINED, Arm, curation_of, rows_of, seed_offset
+from shopbench.experiment.config import Decoding, ExperimentConfig
 from shopbench.experiment.errors import ExperimentError
 from shopbench.experiment.folder import ARENA_DIR, HeldOut, Log, PlayArena, Stages, model_dir
 from shopbench.experiment.report import write_report
@@ -180,6 +180,50 @@ def _build(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
     return int(read_report(folder).get("rows", {}).get("train", 0))
 
 
+def _train_settings(config: ExperimentConfig, *, offset: int = 0) -> Any:
+    from shopbench.distill.config import load_train_config
+
+    overrides = {"seed": config.seed + offset, **config.train.overrides}
+    return load_train_config(Path(config.train.config), **overrides)
+
+
+def _sample(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
+    """Cut the arm's rows to ``train.tokens`` (once), distinct tasks first; its rows taken.
+    Without a token budget the arm trains on its whole pool."""
+    from shopbench.distill.dataset import read_report
+
+    if config.train.tokens is None:
+        return int(read_report(stages.arm(arm) / "sft").get("rows", {}).get("train", 0))
+    from transformers import AutoTokenizer
+
+    from shopbench.distill.templates import training_template
+    from shopbench.distill.token_budget import read_token_sample, sample_to_tokens
+
+    folder = train_data(config, stages, arm)
+    budget = config.train.tokens
+
+    def work() -> None:
+        tokenizer = AutoTokenizer.from_pretrained(str(config.model))
+        max_length = _train_settings(config).max_length or 1 << 30
+        took = sample_to_tokens(
+            stages.arm(arm) / "sft", folder, tokenizer=tokenizer,
+            template=training_template(tokenizer), budget=budget, max_length=max_length,
+            seed=config.seed,
+        )  # fmt: skip
+        stages.log(f"sample {arm}: {took.tokens:,} tokens in {took.rows} rows of {took.tasks} "
+                   f"tasks (pool: {took.pool_rows} rows of {took.pool_tasks} tasks, "
+                   f"{took.pool_tokens:,} tokens)")  # fmt: skip
+
+    stages.run(f"sample {arm}", folder, work)
+    sample = read_token_sample(folder)
+    return sample.rows if sample is not None else 0
+
+
+def train_data(config: ExperimentConfig, stages: Stages, arm: Arm) -> Path:
+    """The SFT dataset the arm trains on: its token sample, or its whole build."""
+    return stages.arm(arm) / ("sampled" if config.train.tokens is not None else "sft")
+
+
 def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut:
     """Draw the held-out tasks (once): tasks of held-out product groups, leaving out any
     whose group a training row names a product of; ExperimentError when too few are left."""
@@ -196,11 +240,12 @@ def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut
         return HeldOut.model_validate_json(check.read_text(encoding="utf-8"))
     spec = config.eval
     drawn = build_tasks(BuildConfig(
-        catalog=catalog, intents=spec.intents, n=spec.tasks * 2, split="heldout", seed=spec.seed,
+        catalog=catalog, intents=spec.intents, n=spec.tasks * spec.draw_factor, split="heldout",
+        seed=spec.seed,
     )).tasks  # fmt: skip
     store = Catalog.open(catalog)
     touched_ids: set[str] = set()  # catalog ids of the products a training episode called
-    for arm in config.trained_arms:
+    for arm in config.pooled_arms:
         for episode in read_curated(stages.arm(arm) / "curated"):
             played = episode.trajectory
             if config.train_intents is None or played.intent in config.train_intents:
@@ -234,16 +279,15 @@ def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut
 
 
 def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
-    from shopbench.distill.config import load_train_config
     from shopbench.distill.trainer import train
 
     folder = stages.arm(arm) / "train"
-    overrides = {"seed": config.seed, **config.train.overrides}
-    cfg = load_train_config(Path(config.train.config), **overrides)
+    cfg = _train_settings(config, offset=seed_offset(arm))
+    data = train_data(config, stages, rows_of(arm))
 
     def work() -> None:
         resume = any((folder / "checkpoints").glob("checkpoint-*"))
-        train(str(config.model), stages.arm(arm) / "sft", folder, cfg, resume=resume)
+        train(str(config.model), data, folder, cfg, resume=resume)
 
     stages.run(f"train {arm}", folder, work, keep=True)
 
@@ -258,13 +302,21 @@ this machine's 24 GB)."""
 
 
 def _policy_options(
-    config: ExperimentConfig, budget: TurnBudget, *, kept_tokens: int = 0
-) -> PolicyOptions:
+    config: ExperimentConfig, budget: TurnBudget, *, kept_tokens: int = 0,
+    decoding: Decoding = "free",
+) -> PolicyOptions:  # fmt: skip
     spec = config.eval
     return PolicyOptions(
         max_tokens=budget.budget, turn_timeout_s=spec.turn_timeout_s, view=config.view,
         max_batch=spec.concurrency, kv_cache_tokens=kept_tokens,
+        decoding=decoding if decoding != "free" else None,
     )  # fmt: skip
+
+
+def eval_key(config: ExperimentConfig, arm: Arm, decoding: Decoding) -> str:
+    """The name of `arm`'s evaluation under `decoding`: the arm's own under the config's
+    first decoding (so a folder of one decoding reads as before), ``arm@decoding`` else."""
+    return arm if decoding == config.eval.decoding[0] else f"{arm}@{decoding}"
 
 
 def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
@@ -286,7 +338,7 @@ def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
     spec = config.eval
     budgets: dict[str, TurnBudget] = {}
     for arm in config.trained_arms:
-        lengths = turn_lengths(stages.arm(arm) / "sft", tokenizer, template)
+        lengths = turn_lengths(train_data(config, stages, rows_of(arm)), tokenizer, template)
         try:
             budgets[arm] = turn_budget(
                 lengths, given=spec.max_tokens, max_cut_share=spec.max_cut_share
@@ -373,7 +425,8 @@ def _steps(
 
 
 def _evaluate(
-    config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget
+    config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget,
+    decoding: Decoding,
 ) -> None:
     from shopbench.agents.local.engine import release_engines
     from shopbench.chat import EpisodeLimits
@@ -383,25 +436,28 @@ def _evaluate(
     from shopbench.tasks.io import read_tasks
     from shopbench.trajectory.loop import RunLimits
 
-    folder = stages.out / "eval" / arm
+    key = eval_key(config, arm, decoding)
+    folder = stages.out / "eval" / key
     spec = config.eval
     tasks = read_tasks(stages.out / "heldout.jsonl").tasks
-    train_rows = stages.arm(arm) / "sft" / "train.parquet"
+    train_rows = train_data(config, stages, rows_of(arm)) / "train.parquet"
     eval_config = ModelEvalConfig(
         model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
         concurrency=spec.concurrency, seed=config.seed,
-        policy_options=_policy_options(config, budget, kept_tokens=KV_CACHE_TOKENS),
+        policy_options=_policy_options(
+            config, budget, kept_tokens=KV_CACHE_TOKENS, decoding=decoding
+        ),
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
-        training_set=train_rows if arm != BASE else None,
+        training_set=train_rows if arm not in UNTRAINED else None,
     )  # fmt: skip
 
-    journal = folder.with_name(f"{arm}.played.jsonl")
+    journal = folder.with_name(f"{key}.played.jsonl")
 
     def work() -> None:
         env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
         earlier = read_journal(journal)
         if earlier:
-            stages.log(f"eval {arm}: {len(earlier)} episodes played before, kept ({journal})")
+            stages.log(f"eval {key}: {len(earlier)} episodes played before, kept ({journal})")
         done = [len(earlier)]
         journal.parent.mkdir(parents=True, exist_ok=True)
         with journal.open("a", encoding="utf-8") as keep:
@@ -411,7 +467,7 @@ def _evaluate(
                 keep.flush()
                 done[0] += 1
                 if done[0] % 25 == 0:
-                    stages.log(f"eval {arm}: {done[0]}/{len(tasks) * spec.samples} episodes")
+                    stages.log(f"eval {key}: {done[0]}/{len(tasks) * spec.samples} episodes")
 
             report, played, _ = evaluate_model(
                 env, tasks, eval_config, tasks_file=str(stages.out / "heldout.jsonl"),
@@ -421,7 +477,7 @@ def _evaluate(
         journal.unlink()
         release_engines()  # the next stage may train, and the kept keys and values are GBs
 
-    stages.run(f"eval {arm}", folder, work)
+    stages.run(f"eval {key}", folder, work)
 
 
 def read_journal(path: Path) -> list[Trajectory]:
@@ -448,9 +504,10 @@ def run_experiment(
     stages = Stages(out, log)
     archive, truth, catalog = _archive(config, stages, play_arena)
     rows: dict[str, int] = {}
-    for arm in config.trained_arms:
+    for arm in config.pooled_arms:
         _curate(config, stages, arm, archive, truth, verifier)
-        rows[arm] = _build(config, stages, arm)
+        _build(config, stages, arm)
+        rows[arm] = _sample(config, stages, arm)
     short = {a: n for a, n in rows.items() if n < config.min_rows}
     if short:
         said = ", ".join(f"{a} {n}" for a, n in short.items())
@@ -467,12 +524,18 @@ def run_experiment(
     references = _references(config, stages, catalog)
     report = Path()
     arms = config.arms
+    first, *others = config.eval.decoding
     for arm in arms:
-        if arm != BASE:
+        if arm not in UNTRAINED:
             _train(config, stages, arm)
-        _evaluate(config, stages, arm, catalog, budget)
+        _evaluate(config, stages, arm, catalog, budget, first)
         report = write_report(config, stages, held, catalog)
         log(f"report: {report} (arms so far: {arm} last)")
+    for decoding in others:  # every arm under the first decoding before any under the next
+        for arm in arms:
+            _evaluate(config, stages, arm, catalog, budget, decoding)
+            report = write_report(config, stages, held, catalog)
+            log(f"report: {report} (arms so far: {arm} {decoding} last)")
     for arm in arms:
         _steps(config, stages, arm, catalog, budget, references)
         report = write_report(config, stages, held, catalog)
