@@ -291,8 +291,7 @@ def _reward(t: Trajectory, metrics: dict[str, Any]) -> dict[str, Any]:
     (``final_metrics.extra.reward``: 1.0 when the outcome grade is a success, else 0.0, as
     ShoppingBench scores an episode), the success itself, the validator's combined score
     (absent when unjudged), and our own figures under ``shopbench``."""
-    out: dict[str, Any] = {"reward": 1.0 if t.outcome.success else 0.0,
-                           "success": t.outcome.success}  # fmt: skip
+    out: dict[str, Any] = {"reward": reward(t), "success": t.outcome.success}
     if t.score is not None:
         out["score"] = t.score
     out[EXTRA_KEY] = metrics
@@ -333,19 +332,61 @@ def atif_document(t: Trajectory) -> dict[str, Any]:
     return document
 
 
-def atif_file_name(episode_id: str) -> str:
-    """The file an episode's document is written to: ``<episode_id>.json``, or, for an id
-    that is not a plain file name, ``episode-<sha256 of the id, 16 hex>.json`` (the id
-    itself is the document's ``trajectory_id``)."""
+def atif_trial_name(episode_id: str) -> str:
+    """An episode's name as a file or folder: the id, or, for an id that is not a plain
+    file name, ``episode-<sha256 of the id, 16 hex>`` (the id itself is the document's
+    ``trajectory_id``)."""
     if _SAFE_NAME.fullmatch(episode_id) and not episode_id.endswith("."):
-        return f"{episode_id}.json"
-    return f"episode-{hashlib.sha256(episode_id.encode('utf-8')).hexdigest()[:16]}.json"
+        return episode_id
+    return f"episode-{hashlib.sha256(episode_id.encode('utf-8')).hexdigest()[:16]}"
+
+
+def atif_file_name(episode_id: str) -> str:
+    """The file name one episode's document is served under: ``<trial name>.json``."""
+    return f"{atif_trial_name(episode_id)}.json"
+
+
+TRAJECTORY_FILE = "agent/trajectory.json"
+"""An episode's ATIF document inside its trial folder (Harbor's trial layout)."""
+REWARD_FILE = "verifier/reward.json"
+"""Its reward inside the trial folder, as Harbor's verifier writes it: ``{"reward": r}``."""
+RESULT_FILE = "result.json"
+"""Its trial result inside the trial folder: the task, the times and the verifier's rewards,
+in the fields of Harbor's trial ``result.json``."""
+
+
+def reward(t: Trajectory) -> float:
+    """The episode's reward in every ATIF export: 1.0 when the outcome grade is a success,
+    else 0.0, as ShoppingBench scores an episode."""
+    return 1.0 if t.outcome.success else 0.0
+
+
+def trial_result(t: Trajectory, trial: str) -> dict[str, Any]:
+    """The trial's ``result.json``: Harbor's fields for the task, the episode's times (the
+    agent's turns are the whole episode here) and the verifier's rewards."""
+    timings = t.timings
+    started = _iso(timings.started_at)
+    finished = _iso(timings.started_at + timings.total_ms / 1000)
+    return {
+        "trial_name": trial, "task_name": t.task_id, "started_at": started,
+        "finished_at": finished,
+        "agent_execution": {"started_at": started, "finished_at": finished},
+        "verifier_result": {"rewards": {"reward": reward(t)}},
+    }  # fmt: skip
+
+
+def _write_json(path: Path, data: Any, indent: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, indent=indent)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def write_atif(trajectories: Iterable[Trajectory], out: Path) -> list[Path]:
-    """One ATIF JSON file per episode in the folder `out` (new or empty), named by
-    :func:`atif_file_name`; SinkError when `out` holds anything already or two episodes
-    would share a file."""
+    """One trial folder per episode in the folder `out` (new or empty), in Harbor's layout
+    that ATIF readers find by default: ``<trial>/agent/trajectory.json`` (the document),
+    ``<trial>/verifier/reward.json`` and ``<trial>/result.json``, the trial named by
+    :func:`atif_trial_name`. Returns the documents' paths; SinkError when `out` holds
+    anything already or two episodes would share a folder."""
     load_atif()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SinkError(f"{out}: the ATIF export writes a new or empty folder; this one is not")
@@ -353,15 +394,17 @@ def write_atif(trajectories: Iterable[Trajectory], out: Path) -> list[Path]:
     written: dict[str, str] = {}
     paths: list[Path] = []
     for t in trajectories:
-        name = atif_file_name(t.episode_id)
+        name = atif_trial_name(t.episode_id)
         if name in written:
             raise SinkError(
                 f"episodes {written[name]!r} and {t.episode_id!r} would both be {out / name}"
             )
         written[name] = t.episode_id
-        text = json.dumps(atif_document(t), ensure_ascii=False, allow_nan=False, indent=1)
-        (out / name).write_text(text + "\n", encoding="utf-8")
-        paths.append(out / name)
+        trial = out / name
+        _write_json(trial / TRAJECTORY_FILE, atif_document(t), indent=1)
+        _write_json(trial / REWARD_FILE, {"reward": reward(t)})
+        _write_json(trial / RESULT_FILE, trial_result(t, name), indent=1)
+        paths.append(trial / TRAJECTORY_FILE)
     return paths
 
 
@@ -378,9 +421,8 @@ def export_atif(table: pa.Table, out: Path) -> Path:
     paths = write_atif(trajectories, out)
     index = pa.table({
         "episode_id": pa.array([t.episode_id for t in trajectories], pa.string()),
-        "file": pa.array([p.name for p in paths], pa.string()),
-        "reward": pa.array([1.0 if t.outcome.success else 0.0 for t in trajectories],
-                           pa.float64()),
+        "file": pa.array([p.relative_to(out).as_posix() for p in paths], pa.string()),
+        "reward": pa.array([reward(t) for t in trajectories], pa.float64()),
         "success": pa.array([t.outcome.success for t in trajectories], pa.bool_()),
         "score": pa.array([t.score for t in trajectories], pa.float64()),
         "trajectory": pa.array([p.read_text(encoding="utf-8") for p in paths], pa.json_()),

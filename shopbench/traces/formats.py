@@ -10,8 +10,8 @@ One name per shape of the data:
 - ``chat``: one conversational row per episode (``messages`` and ``tools``), what
   ``apply_chat_template`` and TRL read;
 - ``shoppingbench``: ShoppingBench's rollout traces;
-- ``atif``: ATIF v1.7 documents (a folder of one file per episode with a table of them; one
-  document per line from the API);
+- ``atif``: ATIF v1.7 documents (a folder of one Harbor trial folder per episode with a
+  table of them; one document per line from the API);
 - ``eval``: one Inspect AI log, built whole (the API caps its episodes).
 
 The names these had before (``datasets`` for ``parquet``, ``trl`` for ``chat``) are still
@@ -136,10 +136,12 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
     ),
     ExportFormat(
         name="atif", media_type="application/x-ndjson", suffix=".atif.jsonl", folder=True,
-        shape="One ATIF v1.7 trajectory document per episode (`<episode_id>.json`): its "
-        "steps, tool calls and observations, the reward in `final_metrics.extra.reward`, the "
-        "grade, the diagnosis and the signature digest in `extra.shopbench` (docs/archive.md, "
-        "ATIF export); `data/` holds one row per document for `datasets`.",
+        shape="One trial folder per episode in Harbor's layout: `<episode_id>/agent/"
+        "trajectory.json`, an ATIF v1.7 document (its steps, tool calls and observations, the "
+        "reward in `final_metrics.extra.reward`, the grade, the diagnosis and the signature "
+        "digest in `extra.shopbench`), `<episode_id>/verifier/reward.json` (the reward) and "
+        "`<episode_id>/result.json` (the task, the times); docs/archive.md, ATIF export. "
+        "`data/` holds one row per document for `datasets`.",
         write=export_atif, render=atif_lines, stream=streams.atif_chunks, label="ATIF",
         table=True,
     ),

@@ -39,7 +39,14 @@ from shopbench.tasks.model import Task
 from shopbench.traces.api.app import create_app
 from shopbench.traces.api.config import ApiConfig
 from shopbench.traces.api.server import serving
-from shopbench.traces.atif import atif_document, atif_file_name, write_atif
+from shopbench.traces.atif import (
+    REWARD_FILE,
+    TRAJECTORY_FILE,
+    atif_document,
+    atif_file_name,
+    atif_trial_name,
+    write_atif,
+)
 from shopbench.trajectory.loop import RunLimits, run_episode
 from template.signing import HotkeyVerifier
 
@@ -64,12 +71,16 @@ def export(root: Path, out: Path, *extra: str) -> Any:
 
 
 def read_documents(out: Path) -> dict[str, atif.Trajectory]:
-    """Every ``.json`` file of an ATIF export (the folder's card beside them is not one),
-    validated by the atif package, by trajectory id."""
+    """Every document of an ATIF export (``<trial>/agent/trajectory.json``, beside its
+    ``verifier/reward.json``), validated by the atif package, by trajectory id."""
     docs = {}
-    for path in sorted(out.glob("*.json")):
+    for path in sorted(out.glob(f"*/{TRAJECTORY_FILE}")):
         doc = atif.Trajectory.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        assert doc.trajectory_id is not None and path.name == atif_file_name(doc.trajectory_id)
+        trial = path.parent.parent
+        assert doc.trajectory_id is not None and trial.name == atif_trial_name(doc.trajectory_id)
+        assert doc.final_metrics is not None and doc.final_metrics.extra is not None
+        reward = json.loads((trial / REWARD_FILE).read_text())
+        assert reward == {"reward": doc.final_metrics.extra["reward"]}
         docs[doc.trajectory_id] = doc
     return docs
 
@@ -81,7 +92,7 @@ def exported(arena: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     assert result.exit_code == 0, result.output
     assert f"exported 24 episodes to {out}" in result.output
     card = (out / "README.md").read_text()  # the dataset card names what a file is
-    assert "One ATIF v1.7 trajectory document per episode" in card and "| episodes | 24 |" in card
+    assert "One trial folder per episode in Harbor's layout" in card and "| episodes | 24 |" in card
     return read_documents(out)
 
 
@@ -250,7 +261,7 @@ def test_a_failed_turn_a_nudge_and_unparseable_arguments_keep_their_places(
     result = export(root, tmp_path / "atif")
     assert result.exit_code == 0, result.output
     [doc] = read_documents(tmp_path / "atif").values()
-    [written] = (tmp_path / "atif").glob("*.json")
+    [written] = (tmp_path / "atif").glob(f"*/{TRAJECTORY_FILE}")
     json.loads(written.read_text(), parse_constant=_strict)  # strict JSON, no NaN
     # system, user, turn 2 (three calls), turn 3 (no call), its nudge, turn 4 (terminate)
     assert [s.source for s in doc.steps] == ["system", "user", "agent", "agent", "user", "agent"]
@@ -295,7 +306,8 @@ def test_hostile_miner_text_survives_as_data(arena: Path, tmp_path: Path) -> Non
     root, episode_id = hostile(arena, tmp_path / "hostile")
     result = export(root, tmp_path / "atif")
     assert result.exit_code == 0, result.output
-    assert [p.name for p in (tmp_path / "atif").glob("*.json")] == [f"{episode_id}.json"]
+    written = (tmp_path / "atif").glob(f"*/{TRAJECTORY_FILE}")
+    assert [p.parent.parent.name for p in written] == [episode_id]
     doc = read_documents(tmp_path / "atif")[episode_id]
     assert doc.agent.name == HOSTILE[:200] and ours(doc.extra)["status"] == HOSTILE[:100]
     assert doc.agent.model_name == PAYLOADS[1]  # the card's model, as data
@@ -344,7 +356,7 @@ def test_an_id_that_is_no_file_name_is_written_under_its_digest(
     digest = hashlib.sha256(b"../../escape/../x").hexdigest()[:16]
     assert atif_file_name("../../escape/../x") == f"episode-{digest}.json"
     [path] = write_atif([odd], tmp_path / "out")
-    assert path == tmp_path / "out" / f"episode-{digest}.json"
+    assert path == tmp_path / "out" / f"episode-{digest}" / TRAJECTORY_FILE
     assert json.loads(path.read_text())["trajectory_id"] == "../../escape/../x"
     twice = [t, t.model_copy()]
     with pytest.raises(SinkError, match="would both be"):
