@@ -21,11 +21,12 @@ from shopbench.scoring.score import ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.scoring.weights import WeightCurve
 
-SPEC_VERSION = 4
+SPEC_VERSION = 5
 """The release's consensus version, sent as the weights' ``version_key``; bumped with any
 change to a consensus parameter (2: rubric v2 with the decision and claim checks, and the
 round's decision check; 3: copies of another miner's decisions earn nothing; 4: rubric v4, a
-claim of success with a slot left empty is false)."""
+claim of success with a slot left empty is false; 5: decisions version 2, a search known by
+what it returned and every part of a copy's decisions compared by containment)."""
 
 
 class ConsensusConfig(BaseModel):

@@ -1,7 +1,8 @@
 """One decision stream, one share: miners whose decisions copy an earlier miner's earn nothing.
 
-A miner that replays another's decisions — word for word, reworded, or padded with a view
-of a product it had already opened — adds no decision to the archive and, unchecked, takes
+A miner that replays another's decisions — word for word, reworded, or padded with a
+search that shows the same products, a look at one more product or a refused call — adds no
+decision to the archive and, unchecked, takes
 a full share of emission from the miner it copies. :class:`CopyBook` remembers each
 miner's decisions (:mod:`shopbench.records.decisions`, the normalisation curation's
 ``duplicates`` rule reads) on every task of the last ``window_rounds`` rounds it played. Two
@@ -20,10 +21,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shopbench.records.decisions import Decisions, episode_decisions
+from shopbench.records.decisions import (
+    DECISIONS_VERSION,
+    Decisions,
+    contains,
+    episode_decisions,
+)
 from shopbench.records.trajectory import Trajectory
 
 _DIGEST_CHARS = 16
@@ -52,8 +59,15 @@ class TaskDecisions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    core: str = Field(description="digest of the products opened, the picks, the refused calls")
-    searches: list[str] = Field(default_factory=list, description="digests of the searches")
+    core: str = Field(description="digest of the picks")
+    parts: list[str] = Field(
+        default_factory=list,
+        description="digests of the searches (by what they returned), the products opened "
+        "and the refused calls",
+    )
+    explored: list[str] = Field(
+        default_factory=list, description="digests of the searches whose products were opened"
+    )
     empty: bool = Field(default=False, description="no search, no view, no pick")
 
     @classmethod
@@ -61,7 +75,8 @@ class TaskDecisions(BaseModel):
         """The digests of `d`."""
         return cls.model_construct(  # built from checked parts: no validation to pay for
             core=d.core()[:_DIGEST_CHARS],
-            searches=sorted(_digest(s) for s in d.searches),
+            parts=sorted(_digest(p) for p in d.parts()),
+            explored=sorted(_digest(p) for p in d.explored_parts()),
             empty=not (d.searches or d.opened or any(d.picks)),
         )
 
@@ -69,8 +84,10 @@ class TaskDecisions(BaseModel):
         """:func:`~shopbench.records.decisions.same_decisions` over the digests."""
         if self.core != other.core:
             return False
-        mine, theirs = set(self.searches), set(other.searches)
-        return mine <= theirs or theirs <= mine
+        mine, theirs = frozenset(self.parts), frozenset(other.parts)
+        return contains(theirs, mine, frozenset(other.explored)) or contains(
+            mine, theirs, frozenset(self.explored)
+        )
 
 
 class MinerDecisions(BaseModel):
@@ -107,7 +124,21 @@ class CopyBook(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    version: int = Field(
+        default=DECISIONS_VERSION,
+        description="the normalisation of decisions the book holds (records.decisions)",
+    )
     miners: dict[int, MinerDecisions] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _another_normalisation_starts_afresh(cls, data: Any) -> Any:
+        # A book of another release compared decisions otherwise: comparing its digests
+        # with this release's would match nothing, so its miners are forgotten (a book
+        # written before versions were kept is version 1).
+        if isinstance(data, dict) and data.get("version", 1) != DECISIONS_VERSION:
+            return {"version": DECISIONS_VERSION}
+        return data
 
     def observe(self, hotkeys: Mapping[int, str]) -> None:
         """Forget a uid no longer registered or now held by another hotkey."""

@@ -25,7 +25,7 @@ RULES = CopyRules(min_shared=4, min_same_share=0.75, window_rounds=2)
 
 
 def _d(core: str, *searches: str, empty: bool = False) -> TaskDecisions:
-    return TaskDecisions(core=core, searches=sorted(searches), empty=empty)
+    return TaskDecisions(core=core, parts=sorted(searches), empty=empty)
 
 
 def _book(**miners: dict[str, TaskDecisions]) -> CopyBook:
@@ -40,7 +40,7 @@ ORIGINAL = {f"t{i}": _d(f"c{i}", f"s{i}") for i in range(6)}
 
 
 def test_a_copy_is_grouped_with_the_first_registered_and_an_extra_search_does_not_hide_it() -> None:
-    padded = {k: _d(v.core, *v.searches, "extra") for k, v in ORIGINAL.items()}
+    padded = {k: _d(v.core, *v.parts, "extra") for k, v in ORIGINAL.items()}
     other = {k: _d(f"other{k}", "s") for k in ORIGINAL}
     book = _book(u1=ORIGINAL, u2=padded, u3=other)
     groups = book.groups(RULES, {1: 10, 2: 11, 3: 12})

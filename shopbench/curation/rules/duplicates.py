@@ -16,7 +16,7 @@ from pydantic import Field
 
 from shopbench.curation.features import decision_key
 from shopbench.curation.registry import LIVE, Episode, LedgerOps, Rule, RuleParams
-from shopbench.records.decisions import episode_decisions
+from shopbench.records.decisions import contains, episode_decisions
 from shopbench.scoring.copies import TaskDecisions
 
 DUPLICATES_TABLE = "dups"
@@ -32,36 +32,38 @@ class DuplicatesParams(RuleParams):
 
     compare: Literal["decisions", "calls", "picks"] = Field(
         default="decisions",
-        description="decisions: the products opened (one set), the picks, the refused calls, "
-        "and searches where one episode's contain the other's (shopbench.records.decisions, "
-        "as the weights group copies); calls: every call's name and normalised arguments and "
-        "the picks, exactly; picks: the products opened and the picks",
+        description="decisions: the picks, and the searches (by what they returned), products "
+        "opened and refused calls where one episode's contain the other's and add no "
+        "exploration (shopbench.records.decisions, as the weights group copies); calls: every "
+        "call's name and normalised arguments and the picks, exactly; picks: the products "
+        "opened and the picks",
     )
 
 
 def decision_columns(ep: Episode, p: DuplicatesParams) -> Mapping[str, Any]:
     """The ledger's decision columns: with ``compare = "decisions"`` the core of the
-    episode's decisions and its searches' digests (compared by containment), else the
-    exact key of the mode and no searches."""
+    episode's decisions (its picks) and the digests of its parts and explored searches
+    (compared by containment), else the exact key of the mode and no parts."""
     if p.compare != "decisions":
-        return {"decision": decision_key(ep.facts, p.compare), "searches": []}
+        return {"decision": decision_key(ep.facts, p.compare), "parts": [], "explored": []}
     d = TaskDecisions.of(episode_decisions(ep.t))
-    return {"decision": d.core, "searches": d.searches}
+    return {"decision": d.core, "parts": d.parts, "explored": d.explored}
 
 
 def drop_duplicates(ledger: LedgerOps, p: DuplicatesParams) -> None:
     """Of the live episodes of one task with the same decisions, keep that of the miner
     seen first (its first block, then its uid, then its first episode's start), and of
     that miner's the earliest started; drop the others naming the kept one. Decisions
-    are the same when their keys are equal and, where searches are recorded
-    (``compare = "decisions"``), one episode's searches contain the other's: each
-    episode is compared, in that order, with the episodes of its task kept so far."""
+    are the same when their keys are equal and, where parts are recorded
+    (``compare = "decisions"``), one episode's parts contain the other's with no exploration
+    added: each episode is compared, in that order, with the episodes of its task kept so
+    far."""
     rows = ledger.rows(
         f"""
         WITH seen AS (
             SELECT miner, min(block) AS block, min(uid) AS uid, min(started) AS started
             FROM ep GROUP BY miner)
-        SELECT e.seq, e.task_id, e.decision, e.searches, e.miner, e.episode_id
+        SELECT e.seq, e.task_id, e.decision, e.parts, e.explored, e.miner, e.episode_id
         FROM ep e JOIN seen s ON s.miner = e.miner
         WHERE e.{LIVE} AND e.decision IS NOT NULL
         ORDER BY e.task_id, e.decision, s.block NULLS LAST, s.uid NULLS LAST,
@@ -70,13 +72,17 @@ def drop_duplicates(ledger: LedgerOps, p: DuplicatesParams) -> None:
     dropped: list[dict[str, Any]] = []
     kept: list[tuple[Any, ...]] = []
     group: tuple[Any, Any] | None = None
-    for seq, task, decision, searches, miner, episode in rows:
+    for seq, task, decision, parts, explored, miner, episode in rows:
         if (task, decision) != group:
             group, kept = (task, decision), []
-        mine = set(searches or ())
-        match = next((k for k in kept if k[0] <= mine or mine <= k[0]), None)
+        mine, mine_explored = frozenset(parts or ()), frozenset(explored or ())
+        match = next(
+            (k for k in kept
+             if contains(mine, k[0], mine_explored) or contains(k[0], mine, k[3])),
+            None,
+        )  # fmt: skip
         if match is None:
-            kept.append((mine, miner, episode))
+            kept.append((mine, miner, episode, mine_explored))
             continue
         dropped.append({
             "seq": seq, "of_miner": match[1], "of_episode": match[2],
@@ -106,5 +112,6 @@ def duplicates_by_miner(ledger: LedgerOps, examples: int) -> list[tuple[str, str
 DUPLICATES = Rule(
     name="duplicates", params=DuplicatesParams, features=decision_columns,
     drop=drop_duplicates, keeps_decisions=True,
-    columns={"decision": pa.string(), "searches": pa.list_(pa.string())},
+    columns={"decision": pa.string(), "parts": pa.list_(pa.string()),
+             "explored": pa.list_(pa.string())},
 )  # fmt: skip
