@@ -10,7 +10,9 @@ It models what those paths read and write, with the pallets' checks and error na
   weight hyperparameters and the epoch schedule; ``Commitments`` CommitmentOf;
 - the runtime API ``SubnetInfoRuntimeApi.get_metagraph``;
 - extrinsics ``set_mechanism_weights``, ``commit_timelocked_mechanism_weights``,
-  ``serve_axon`` and ``Commitments.set_commitment``; each is included in a new block.
+  ``serve_axon`` and ``Commitments.set_commitment``; each is included in a new block, or,
+  with ``timed_blocks`` (a served chain), in the head block: only the timer then produces
+  blocks, so no writer can fast-forward the chain by sending extrinsics.
 
 Reads return the head's state whatever block they are pinned to. A timelocked commit
 cannot be opened here (that takes drand's signature for a future round), so it is revealed
@@ -43,9 +45,13 @@ from template.chain.memory_state import (
 class MemorySubstrate(FixedChainFacts):
     """A one-node in-memory chain implementing ``bittensor.Substrate``; thread-safe."""
 
-    def __init__(self, block_time: float = 12.0, start_block: int = 1) -> None:
+    def __init__(
+        self, block_time: float = 12.0, start_block: int = 1, *, timed_blocks: bool = False
+    ) -> None:
         self.token_symbols: dict[int, str] = {}
         self.block_time_s = block_time
+        self.timed_blocks = timed_blocks
+        self._in_block: dict[int, int] = {}  # block → extrinsics included in it
         self._state = ChainState(block=start_block)
         self._nonces: dict[str, int] = {}
         self._failures_left = 0
@@ -144,6 +150,16 @@ class MemorySubstrate(FixedChainFacts):
         """The subnets on the chain."""
         with self._lock:
             return sorted(self._state.subnets)
+
+    def registrations_of(self, netuid: int, coldkey: str) -> int:
+        """How many hotkeys `coldkey` holds on `netuid`."""
+        with self._lock:
+            return sum(n.coldkey == coldkey for n in self._subnet(netuid).neurons)
+
+    def pending_reveals(self, netuid: int, hotkey: str) -> int:
+        """How many plaintexts `hotkey` has deposited and no commit has taken yet."""
+        with self._lock:
+            return len(self._subnet(netuid).escrow.get(hotkey) or [])
 
     def uid_of(self, netuid: int, hotkey: str) -> int | None:
         """`hotkey`'s uid on `netuid`, or None."""
@@ -324,8 +340,12 @@ class MemorySubstrate(FixedChainFacts):
             raise self._unmodelled("call", module, function)
         origin = keypair.ss58_address
         with self._lock:
-            memory_pallets.next_block(self._state)
+            if not self.timed_blocks:
+                memory_pallets.next_block(self._state)
             block = self._state.block
+            index = self._in_block[block] = self._in_block.get(block, 0) + 1
+            if len(self._in_block) > 64:
+                self._in_block = {block: index}
             self._nonces[origin] = self._nonces.get(origin, 0) + 1
             before = len(self._state.events.get(block, []))
             try:
@@ -335,7 +355,7 @@ class MemorySubstrate(FixedChainFacts):
                     success=False,
                     message=str(e),
                     block_hash=hash_of(block),
-                    extrinsic_id=f"{block}-0001",
+                    extrinsic_id=f"{block}-{index:04d}",
                     error=ChainError(str(e), e.name),
                 )
             events = list(self._state.events.get(block, [])[before:])
@@ -343,7 +363,7 @@ class MemorySubstrate(FixedChainFacts):
             success=True,
             message="Success",
             block_hash=hash_of(block),
-            extrinsic_id=f"{block}-0001",
+            extrinsic_id=f"{block}-{index:04d}",
             fee=Balance.from_rao(0),
             events=events,
         )

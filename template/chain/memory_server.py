@@ -10,7 +10,17 @@ checked here before anything runs: the signature of the signer's key over the wr
 a nonce above the signer's last, so a process can write only as a key it holds and no
 write can be replayed. ``register`` is signed by the coldkey that owns the hotkey it names;
 on this development chain it grants the stake and validator permit it asks for.
-A block is produced every ``block_time_s`` seconds.
+A block is produced every ``block_time_s`` seconds, and only then: extrinsics go into the
+head block, so a writer cannot fast-forward the chain.
+
+Anyone who reaches the port can write as keys of their own making, so no one writer may
+capture the chain (:class:`WriteLimits`): a coldkey registers at most
+``registrations_per_coldkey`` hotkeys per subnet and pays ``registration_cost`` of a fixed
+``coldkey_allowance`` for each, besides the stake it asks for (a finite, non-negative
+number); a reveal plaintext is deposited only by a registered hotkey, at most
+``reveals_per_hotkey`` waiting at once, of at most ``max_uids`` weights; and a body is
+refused by its ``Content-Length`` before it is read (and cut off past the limit when the
+header lies or is missing).
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -45,6 +56,26 @@ from template.signing import HotkeyVerifier, is_ss58, keypair_from_name
 log = logging.getLogger("template.chain.memory_server")
 
 
+class WriteLimits(BaseModel):
+    """What one writer may do to a served development chain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    registrations_per_coldkey: int = Field(
+        default=8, ge=1, description="hotkeys one coldkey may register on a subnet"
+    )
+    registration_cost: float = Field(
+        default=1.0, ge=0, description="alpha a registration takes from the coldkey's allowance"
+    )
+    coldkey_allowance: float = Field(
+        default=100_000.0, gt=0,
+        description="alpha each coldkey starts with: registration costs and the stake asked "
+        "for come out of it",
+    )  # fmt: skip
+    reveals_per_hotkey: int = Field(
+        default=4, ge=1, description="reveal plaintexts one hotkey may have waiting at once"
+    )
+
 
 class MemoryChainConfig(BaseModel):
     """One development chain: where it listens, its subnet and the subnet's hyperparameters."""
@@ -59,6 +90,7 @@ class MemoryChainConfig(BaseModel):
         default_factory=lambda: SubnetParams(tempo=30, weights_rate_limit=5, serving_rate_limit=0),
         description="the subnet's hyperparameters",
     )
+    limits: WriteLimits = Field(default_factory=WriteLimits, description="what one writer may do")
 
 
 class _Origin:
@@ -80,10 +112,12 @@ def _result(value: Any) -> JSONResponse:
 class MemoryChainService:
     """The state of a served chain: the substrate, and each signer's last nonce."""
 
-    def __init__(self, substrate: MemorySubstrate) -> None:
+    def __init__(self, substrate: MemorySubstrate, limits: WriteLimits | None = None) -> None:
         self.substrate = substrate
+        self.limits = limits or WriteLimits()
         self.verifier = HotkeyVerifier(domain=CHAIN_DOMAIN)
         self._last_nonce: dict[str, int] = {}
+        self._spent: dict[str, float] = {}  # coldkey → alpha its registrations took
         self._lock = asyncio.Lock()
 
     async def read(self, call: ReadCall) -> Any:
@@ -138,29 +172,86 @@ class MemoryChainService:
                 "error": {"message": error.message, "name": error.name} if error else None,
             }
         if write.op == "deposit_reveal":
+            netuid = int(body["netuid"])
             uids = [int(u) for u in body["uids"]]
             values = [int(v) for v in body["values"]]
-            s.escrow_reveal(int(body["netuid"]), write.signer, uids, values)
+            self._check_deposit(netuid, write.signer, uids, values)
+            s.escrow_reveal(netuid, write.signer, uids, values)
             return None
         if write.op == "withdraw_reveal":
             s.withdraw_escrow(int(body["netuid"]), write.signer)
             return None
         # register: the signer is the coldkey that owns the hotkey named
-        hotkey = str(body["hotkey"])
+        netuid, hotkey = int(body["netuid"]), str(body["hotkey"])
         if not is_ss58(hotkey):
             raise ValueError(f"{hotkey[:64]!r} is not an ss58 address")
-        return s.register(
-            int(body["netuid"]), hotkey, write.signer,
-            stake=float(body.get("stake", 0.0)),
-            validator_permit=bool(body.get("validator_permit", False)),
-        )  # fmt: skip
+        stake = float(body.get("stake", 0.0))
+        if not math.isfinite(stake) or stake < 0:
+            raise ValueError(f"stake {stake!r} is not a finite, non-negative amount")
+        async with self._lock:
+            cost = self._registration_cost(netuid, write.signer, stake)
+            uid = s.register(
+                netuid, hotkey, write.signer, stake=stake,
+                validator_permit=bool(body.get("validator_permit", False)),
+            )  # fmt: skip
+            self._spent[write.signer] = self._spent.get(write.signer, 0.0) + cost
+        return uid
+
+    def _registration_cost(self, netuid: int, coldkey: str, stake: float) -> float:
+        """What registering one more hotkey of `coldkey` with `stake` costs it; ChainError
+        when it may not (its limit of hotkeys, or its allowance, is spent)."""
+        limits = self.limits
+        held = self.substrate.registrations_of(netuid, coldkey)
+        if held >= limits.registrations_per_coldkey:
+            raise ChainError(
+                f"coldkey {coldkey} holds {held} hotkeys on netuid {netuid}, the most one "
+                "coldkey may register on this development chain",
+                "TooManyRegistrationsThisInterval",
+            )
+        cost = limits.registration_cost + stake
+        left = limits.coldkey_allowance - self._spent.get(coldkey, 0.0)
+        if cost > left:
+            raise ChainError(
+                f"registering with stake {stake:g} costs {cost:g} alpha; coldkey {coldkey} has "
+                f"{left:g} left of its {limits.coldkey_allowance:g}",
+                "NotEnoughBalanceToStake",
+            )
+        return cost
+
+    def _check_deposit(self, netuid: int, hotkey: str, uids: list[int], values: list[int]) -> None:
+        """ChainError unless `hotkey` is registered on `netuid`, has room for one more
+        plaintext waiting, and the weights are no more than the subnet's uids."""
+        s = self.substrate
+        if s.uid_of(netuid, hotkey) is None:
+            raise ChainError(
+                f"{hotkey} is not registered on netuid {netuid}: only a registered hotkey "
+                "deposits reveals", "HotKeyNotRegisteredInSubNet",
+            )  # fmt: skip
+        waiting = s.pending_reveals(netuid, hotkey)
+        if waiting >= self.limits.reveals_per_hotkey:
+            raise ChainError(
+                f"{hotkey} has {waiting} reveals waiting, the most at once",
+                "TooManyUnrevealedCommits",
+            )
+        most = s.params(netuid).max_uids
+        if len(uids) != len(values) or len(uids) > most:
+            raise ValueError(f"{len(uids)} uids and {len(values)} weights (at most {most})")
 
 
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise ValueError(f"the body is over {MAX_BODY_BYTES} bytes")
-    return raw
+async def _json_body(request: Request) -> bytes:
+    """The body, refused by its declared length before any of it is read, and cut off
+    past the limit whatever the header said."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise ValueError(f"the body is over {MAX_BODY_BYTES} bytes (it says {declared[:32]})")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ValueError(f"the body is over {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def memory_chain_app(service: MemoryChainService) -> FastAPI:
@@ -198,7 +289,7 @@ def memory_chain_app(service: MemoryChainService) -> FastAPI:
             return _result(await service.write(signed))
         except ChainError as e:
             return _refuse(200, e.message, "chain", e.name)
-        except (KeyError, TypeError, ValueError, IndexError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as e:
             return _refuse(400, f"{signed.op}: {e}", "request")
 
     return app
@@ -214,7 +305,7 @@ async def produce_blocks(substrate: MemorySubstrate, block_time_s: float) -> Non
 def new_chain(config: MemoryChainConfig) -> MemorySubstrate:
     """A fresh chain holding subnet ``config.netuid``."""
     owner = keypair_from_name("memory-chain", "owner").ss58_address
-    substrate = MemorySubstrate(block_time=config.block_time_s)
+    substrate = MemorySubstrate(block_time=config.block_time_s, timed_blocks=True)
     substrate.add_subnet(config.netuid, owner, owner, config.params)
     return substrate
 
@@ -240,7 +331,7 @@ async def serve_memory_chain(config: MemoryChainConfig, announce: Any = print) -
     substrate = new_chain(config)
     sock = bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
-    app = memory_chain_app(MemoryChainService(substrate))
+    app = memory_chain_app(MemoryChainService(substrate, config.limits))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     announce(
         f"memory chain: --subtensor.network memory://{host}:{port} (netuid {config.netuid}, "
