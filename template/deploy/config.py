@@ -22,6 +22,13 @@ DEFAULT_REINSTALL = "{python} -m pip install --quiet -e .[subnet]"
 """The reinstall after a fast-forward: the project with the validator's extra, editable, by
 the Python the updater runs under (``{python}``)."""
 
+DEFAULT_CHECK = "{python} -m template.deploy.trial"
+"""The trial of a new checkout before the restart is requested (:mod:`template.deploy.trial`:
+import every entry point and what it imports, run ``neurons/validator.py --help``)."""
+
+REFUSED_FILE = "update-refused.json"
+"""Beside the restart-request file: the upstream commit the updater refused, and why."""
+
 DEPENDENCY_FILES = ("pyproject.toml",)
 """Files whose change means the installed environment must change too."""
 
@@ -60,6 +67,22 @@ class UpdateSection(_Section):
     timeout_s: float = Field(
         default=900.0, gt=0, description="longest a git or reinstall command may run"
     )
+    check: str = Field(
+        default=DEFAULT_CHECK,
+        description="command run in the new checkout after the reinstall, {python} standing "
+        "for this Python; when it fails the checkout is put back and no restart is requested "
+        "(empty: no trial)",
+    )
+    verify_signatures: bool = Field(
+        default=False,
+        description="take an upstream tip only when `git verify-commit` accepts its signature "
+        "(GPG keys from the updater's keyring; SSH keys from --update.allowed_signers)",
+    )
+    allowed_signers: str | None = Field(
+        default=None,
+        description="SSH allowed-signers file the signatures are checked against "
+        "(git's gpg.ssh.allowedSignersFile)",
+    )
 
 
 class UpdaterConfig(BaseModel):
@@ -75,6 +98,11 @@ class UpdaterConfig(BaseModel):
     def restart_path(self) -> Path:
         """The restart-request file the validator watches."""
         return restart_file_path(self.neuron.full_path, self.neuron.restart_file)
+
+    @property
+    def refused_path(self) -> Path:
+        """Where the updater remembers the upstream commit it refused (:data:`REFUSED_FILE`)."""
+        return self.restart_path.with_name(REFUSED_FILE)
 
 
 def updater_config(

@@ -1,13 +1,21 @@
 """The updater: keep the validator's git checkout on its upstream branch.
 
 One pass (:func:`update_once`): ``git fetch``; when the checkout's upstream has moved past
-it, ``git pull --ff-only``, run the reinstall command (``pip install -e .[subnet]`` with
-this Python, by default), and write the restart-request file, which the validator honours
-between two rounds (:mod:`template.base.restart`). A checkout ahead of its upstream (local
-commits) is left alone; one that has diverged from it is an error. A reinstall that fails
-puts the checkout back where it was, so the code on disk always matches the environment
-installed for it and the next pass tries again; so does a release that changes
+it, (with ``--update.verify_signatures``, ``git verify-commit`` of the upstream tip first),
+fast-forward to that tip, run the reinstall command (``pip install -e .[subnet]`` with this
+Python, by default), try the new checkout (``--update.check``: :mod:`template.deploy.trial`
+imports every entry point and runs ``neurons/validator.py --help``), and only then write
+the restart-request file, which the validator honours between two rounds
+(:mod:`template.base.restart`). A checkout ahead of its upstream (local commits) is left
+alone; one that has diverged from it is an error. A reinstall or a trial that fails puts the
+checkout back where it was (after a failed trial the old code is reinstalled too), so the
+code on disk always matches the environment installed for it and the validator never
+restarts into a release that cannot start; so does a release that changes
 ``pyproject.toml`` when no reinstall is configured (a container image must be rebuilt).
+
+A refused release is remembered (``update-refused.json`` beside the restart file, with the
+reason): later passes run none of its build code again, and say why, until the upstream
+moves to another commit (or the file is removed).
 
 :func:`run_updater` runs one pass, or one every ``--every`` seconds until SIGINT/SIGTERM.
 """
@@ -30,7 +38,16 @@ from template.deploy.git import UpdateError, git, is_ancestor, run
 
 log = logging.getLogger("template.updater")
 
-Status = Literal["current", "ahead", "updated"]
+Status = Literal["current", "ahead", "updated", "refused"]
+
+
+class RefusedRelease(BaseModel):
+    """An upstream commit the updater will not take again, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    commit: str
+    reason: str
 
 
 class UpdateOutcome(BaseModel):
@@ -40,12 +57,14 @@ class UpdateOutcome(BaseModel):
 
     status: Status = Field(
         description="current: on its upstream; ahead: holds local commits the upstream lacks; "
-        "updated: fast-forwarded, reinstalled and a restart requested"
+        "updated: fast-forwarded, reinstalled, tried and a restart requested; refused: the "
+        "upstream is a release refused before (reason), nothing run"
     )
     branch: str = Field(description="the upstream followed, e.g. origin/main")
     head: str = Field(description="the commit checked out after the pass")
     previous: str = Field(description="the commit checked out before it")
     commits: int = Field(default=0, ge=0, description="commits brought in")
+    reason: str | None = Field(default=None, description="why a refused release was refused")
 
 
 def reinstall_argv(command: str) -> list[str]:
@@ -80,7 +99,16 @@ def update_once(config: UpdaterConfig) -> UpdateOutcome:
             f"--update.repo {repo}: HEAD {head[:12]} and {branch} {upstream[:12]} have "
             "diverged; no fast-forward is possible (reset the checkout to its upstream by hand)"
         )
-    git(repo, "pull", "--ff-only", "--quiet", timeout_s=u.timeout_s)
+    refused = _refused(config)
+    if refused is not None and refused.commit == upstream:
+        return UpdateOutcome(status="refused", branch=branch, head=head, previous=head,
+                             reason=refused.reason)  # fmt: skip
+    if u.verify_signatures:
+        problem = signature_problem(repo, upstream, u.allowed_signers)
+        if problem is not None:
+            raise _refuse(config, upstream, f"{branch} {upstream[:12]}: {problem}")
+    # The commit fetched (and checked) above, not whatever a second fetch would bring.
+    git(repo, "merge", "--ff-only", "--quiet", upstream, timeout_s=u.timeout_s)
     new = git(repo, "rev-parse", "HEAD")
     commits = int(git(repo, "rev-list", "--count", f"{head}..{new}"))
     changed = set(git(repo, "diff", "--name-only", head, new).splitlines())
@@ -98,7 +126,25 @@ def update_once(config: UpdaterConfig) -> UpdateOutcome:
             )
     except UpdateError as e:
         git(repo, "reset", "--keep", head)  # the code on disk stays the code installed
-        raise UpdateError(f"{e}; the checkout is back at {head[:12]}") from None
+        raise _refuse(config, new, f"{e}; the checkout is back at {head[:12]}") from None
+    check = reinstall_argv(u.check)
+    if check:
+        try:
+            run(repo, check, u.timeout_s)
+        except UpdateError as e:
+            git(repo, "reset", "--keep", head)
+            undone = ""
+            if argv:  # the environment goes back with the code
+                try:
+                    run(repo, argv, u.timeout_s)
+                except UpdateError as again:
+                    undone = f"; reinstalling {head[:12]} failed too ({again})"
+            raise _refuse(
+                config, new,
+                f"{branch} {new[:12]} does not start ({e}); the checkout is back at "
+                f"{head[:12]}{undone}; no restart requested",
+            ) from None  # fmt: skip
+    config.refused_path.unlink(missing_ok=True)
     request_restart(config.restart_path, RestartRequest(
         reason=f"update {head[:12]}..{new[:12]} on {branch} ({commits} commits)",
         by="updater", from_commit=head, to_commit=new,
@@ -108,6 +154,39 @@ def update_once(config: UpdaterConfig) -> UpdateOutcome:
     )
 
 
+def signature_problem(repo: Path, commit: str, allowed_signers: str | None) -> str | None:
+    """Why `commit`'s signature does not verify (``git verify-commit``, SSH signatures against
+    `allowed_signers`), or None when it does."""
+    options = [] if allowed_signers is None else [
+        "-c", f"gpg.ssh.allowedSignersFile={Path(allowed_signers).expanduser().resolve()}",
+    ]  # fmt: skip
+    try:
+        git(repo, *options, "verify-commit", commit)
+    except UpdateError as e:
+        return f"the signature does not verify against the configured keys ({e})"
+    return None
+
+
+def _refused(config: UpdaterConfig) -> RefusedRelease | None:
+    try:
+        return RefusedRelease.model_validate_json(config.refused_path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _refuse(config: UpdaterConfig, commit: str, reason: str) -> UpdateError:
+    """Remember `commit` as refused for `reason`; the UpdateError that says so."""
+    path = config.refused_path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(RefusedRelease(commit=commit, reason=reason).model_dump_json() + "\n")
+        tmp.replace(path)
+    except OSError as e:
+        reason += f" (not remembered: {path}: {e.strerror or e})"
+    return UpdateError(reason)
+
+
 def _report(outcome: UpdateOutcome, config: UpdaterConfig) -> None:
     fields = {"status": outcome.status, "head": outcome.head, "branch": outcome.branch}
     if outcome.status == "updated":
@@ -115,6 +194,12 @@ def _report(outcome: UpdateOutcome, config: UpdaterConfig) -> None:
             "updated %s..%s (%d commits on %s); restart requested in %s",
             outcome.previous[:12], outcome.head[:12], outcome.commits, outcome.branch,
             config.restart_path, extra=fields,
+        )  # fmt: skip
+    elif outcome.status == "refused":
+        log.warning(
+            "%s is a release refused before, left alone until the upstream moves (remove %s "
+            "to try it again): %s", outcome.branch, config.refused_path, outcome.reason,
+            extra=fields,
         )  # fmt: skip
     elif outcome.status == "ahead":
         log.info("%s is ahead of %s: nothing to take", outcome.head[:12], outcome.branch,

@@ -47,6 +47,7 @@ class Repos:
 
     def push(self, name: str, text: str) -> str:
         """Commit `name` with `text` in the developer's clone and push it; the new commit."""
+        (self.dev / name).parent.mkdir(parents=True, exist_ok=True)
         (self.dev / name).write_text(text)
         git(self.dev, "add", name)
         git(self.dev, "commit", "-q", "-m", f"change {name}")
@@ -71,6 +72,22 @@ class Repos:
         return f'{{python}} -c "{code}"'
 
 
+VALIDATOR = """import sys
+
+
+def main():
+    import json  # what main() imports, the trial imports
+
+    if "--help" in sys.argv:
+        print("usage: validator.py")
+
+
+if __name__ == "__main__":
+    main()
+"""
+"""A release's entry point that starts (the trial runs its --help)."""
+
+
 @pytest.fixture
 def repos(tmp_path: Path) -> Repos:
     upstream = tmp_path / "upstream.git"
@@ -82,6 +99,7 @@ def repos(tmp_path: Path) -> Repos:
     git(dev, "checkout", "-q", "-b", "main")
     r = Repos(upstream, dev, tmp_path / "checkout", tmp_path / "state", tmp_path / "reinstalled")
     r.push("pyproject.toml", "[project]\nname = 'x'\n")
+    r.push("neurons/validator.py", VALIDATOR)
     subprocess.run(["git", "clone", "-q", str(upstream), str(r.checkout)], check=True,
                    env=GIT_ENV)  # fmt: skip
     return r
@@ -142,9 +160,15 @@ def test_a_failed_reinstall_puts_the_checkout_back_and_requests_nothing(repos: R
     assert f"the checkout is back at {before[:12]}" in done.stderr
     assert repos.head() == before and not (repos.checkout / "a.py").exists()
     assert not repos.restart_file.exists()
-    # The next pass tries again, and takes the release once the reinstall works.
+    # The next pass runs none of that release's build code again, and says why.
+    repos.marker.unlink()
+    again = run_updater(repos)
+    assert again.returncode == 0 and "refused before" in again.stderr
+    assert "exited with status 3" in again.stderr and not repos.marker.exists()
+    # Once the upstream moves, the new release is tried, and taken.
+    tip = repos.push("b.py", "two\n")
     assert run_updater(repos).returncode == 0
-    assert repos.head() == repos.marker.read_text() == git(repos.dev, "rev-parse", "HEAD")
+    assert repos.head() == repos.marker.read_text() == tip
 
 
 def test_without_a_reinstall_a_dependency_change_is_refused_and_code_alone_is_taken(
@@ -202,3 +226,56 @@ def test_every_seconds_keeps_checking_until_sigterm(repos: Repos) -> None:
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 0, stderr
     assert "checking" in stderr and "stopped" in stderr
+
+
+def test_a_release_that_does_not_start_is_rolled_back_and_never_restarted_into(
+    repos: Repos,
+) -> None:
+    before = repos.head()
+    broken = repos.push("neurons/validator.py", VALIDATOR.replace("import json", "import nope_"))
+    done = run_updater(repos)
+    assert done.returncode == 2
+    assert f"origin/main {broken[:12]} does not start" in done.stderr
+    assert "neurons/validator.py does not import: ModuleNotFoundError" in done.stderr
+    assert repos.head() == before and not repos.restart_file.exists()
+    assert repos.marker.read_text() == before  # the old code reinstalled with the old checkout
+    syntax = repos.push("neurons/validator.py", "def main(:\n")
+    done = run_updater(repos)
+    assert done.returncode == 2 and "SyntaxError" in done.stderr and syntax[:12] in done.stderr
+    assert repos.head() == before and not repos.restart_file.exists()
+    repos.push("neurons/validator.py", VALIDATOR.replace('print("usage', 'sys.exit("no usage'))
+    done = run_updater(repos)
+    assert done.returncode == 2 and "--help` exited with status 1: no usage" in done.stderr
+    fixed = repos.push("neurons/validator.py", VALIDATOR)
+    done = run_updater(repos)
+    assert done.returncode == 0, done.stderr
+    assert repos.head() == fixed and repos.restart_file.exists()
+
+
+def _ssh_key(where: Path) -> tuple[Path, str]:
+    """A new ed25519 key pair: the private key's path and the public key line."""
+    key = where / "signing"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "release", "-f",
+                    str(key)], check=True)  # fmt: skip
+    return key, (where / "signing.pub").read_text().strip()
+
+
+def test_with_signatures_checked_only_a_signed_tip_is_taken(repos: Repos, tmp_path: Path) -> None:
+    key, public = _ssh_key(tmp_path)
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'dev@example.org namespaces="git" {public}\n')
+    flags = ("--update.verify_signatures", "--update.allowed_signers", str(allowed))
+    before = repos.head()
+    unsigned = repos.push("a.py", "one\n")
+    done = run_updater(repos, *flags)
+    assert done.returncode == 2 and f"origin/main {unsigned[:12]}: the signature" in done.stderr
+    assert repos.head() == before and not repos.marker.exists()  # no build code ran
+    git(repos.dev, "config", "gpg.format", "ssh")
+    git(repos.dev, "config", "user.signingkey", str(key))
+    (repos.dev / "b.py").write_text("two\n")
+    git(repos.dev, "add", "b.py")
+    git(repos.dev, "commit", "-q", "-S", "-m", "signed")
+    git(repos.dev, "push", "-q", "origin", "main")
+    done = run_updater(repos, *flags)
+    assert done.returncode == 0, done.stderr
+    assert repos.head() == git(repos.dev, "rev-parse", "HEAD") and repos.restart_file.exists()
