@@ -105,7 +105,34 @@ class EvalSpec(BaseModel):
         default="careful", description="the honest reference policy those episodes are played by"
     )
     concurrency: int = Field(default=16, ge=1, description="episodes played at once")
+
+    @field_validator("baselines")
+    @classmethod
+    def _baselines(cls, names: list[str]) -> list[str]:
+        if len(set(names)) != len(names):
+            raise ValueError("a baseline is named twice")
+        return [_reference_policy(n) for n in names]
+
+    @field_validator("decoding")
+    @classmethod
+    def _decodings(cls, value: list[Decoding]) -> list[Decoding]:
+        if len(set(value)) != len(value):
+            raise ValueError("a decoding is named twice")
+        return value
     turn_timeout_s: float = Field(default=1800.0, gt=0, description="seconds a turn may take")
+
+
+def _reference_policy(name: str) -> str:
+    from shopbench.agents.options import is_model_spec
+    from shopbench.agents.registry import check_spec
+
+    if is_model_spec(name):
+        raise ValueError(f"{name}: a baseline is a reference policy, not a model")
+    try:
+        check_spec(name)
+    except ShopbenchError as e:
+        raise ValueError(str(e)) from None
+    return name
 
 
 class ExperimentConfig(BaseModel):

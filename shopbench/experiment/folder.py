@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from shopbench.experiment.arms import UNTRAINED, Arm
-from shopbench.experiment.config import ExperimentConfig
+from shopbench.experiment.config import Decoding, ExperimentConfig
 
 ARENA_DIR = "arena"
 MARKER = ".done"
@@ -88,3 +88,15 @@ def model_dir(stages: Stages, arm: Arm, config: ExperimentConfig) -> Path:
     train = stages.arm(arm) / "train"
     merged = train / "merged"
     return merged if merged.is_dir() else train / "model"
+
+
+def eval_key(config: ExperimentConfig, arm: Arm, decoding: Decoding) -> str:
+    """The name of `arm`'s evaluation under `decoding` (its folder under ``eval/``): the
+    arm's own under the config's first decoding (so a folder of one decoding reads as
+    before), ``arm@decoding`` else."""
+    return arm if decoding == config.eval.decoding[0] else f"{arm}@{decoding}"
+
+
+def baseline_key(policy: str) -> str:
+    """The name of a baseline policy's evaluation (its folder under ``eval/``)."""
+    return f"baselines/{policy}"

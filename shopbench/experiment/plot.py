@@ -43,13 +43,15 @@ def _axes(x0: float, title: str, y_label: str, ticks: list[tuple[float, str]]) -
 def _asr_panel(r: ExperimentReport, x0: float) -> list[str]:
     ticks = [(_y(v, 0, 1), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
     out = _axes(x0, "ASR on the held-out tasks", f"ASR ({r.level * 100:g}% interval)", ticks)
-    step = PANEL / (len(r.arms) + 1)
-    for i, arm in enumerate(r.arms, start=1):
-        asr = arm.table.metrics.get("asr")
+    bars = [(a.key or a.arm, COLOURS.get(a.arm, "black"), a.table) for a in r.arms]
+    bars += [(b.policy, "grey", b.table) for b in r.baselines]
+    step = PANEL / (len(bars) + 1)
+    for i, (label, colour, table) in enumerate(bars, start=1):
+        asr = table.metrics.get("asr")
         x = x0 + i * step
-        colour = COLOURS.get(arm.arm, "black")
-        out.append(f'<text x="{x:.1f}" y="{HEIGHT - MARGIN + 16}" font-size="11" '
-                   f'text-anchor="middle">{escape(arm.arm)}</text>')  # fmt: skip
+        y = HEIGHT - MARGIN + 16 + (12 if i % 2 == 0 and len(bars) > 6 else 0)
+        out.append(f'<text x="{x:.1f}" y="{y}" font-size="10" '
+                   f'text-anchor="middle">{escape(label)}</text>')  # fmt: skip
         if asr is None:
             continue
         lo, hi, v = (_y(e, 0, 1) for e in (asr.low, asr.high, asr.value))

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate
-from shopbench.evaluate.trained.table import difference_table
-from shopbench.experiment.arms import BASE, Arm
+from shopbench.evaluate.trained.table import difference_table, run_table
+from shopbench.experiment.arms import BASE, UNTRAINED, Arm, rows_of
 from shopbench.experiment.config import ExperimentConfig
-from shopbench.experiment.folder import HeldOut, Stages, model_dir
+from shopbench.experiment.folder import HeldOut, Stages, baseline_key, eval_key, model_dir
 from shopbench.experiment.plot import render_plot
-from shopbench.experiment.results import ArmResult, ExperimentReport
+from shopbench.experiment.results import ArmResult, BaselineResult, ExperimentReport
 from shopbench.records.trajectory import Trajectory
 
 REPORT_JSON = "report.json"
@@ -28,8 +28,11 @@ REPORT_MD = "report.md"
 PLOT_SVG = "plot.svg"
 PAIRS: tuple[tuple[Arm, Arm], ...] = (
     ("curated", "unfiltered"), ("curated", "successes"), ("recovery", "curated"),
+    ("curated-2", "curated"), ("curated", "prompted"),
 )  # fmt: skip
-"""The differences between trained arms the report gives, when both arms ran."""
+"""The differences between arms the report gives (under each decoding), when both ran:
+curation against its alternatives, the seed-to-seed difference of curated beside them, and
+fine-tuning against the prompted base."""
 PAIRED_STEP_METRICS = ("parses", "right_tool", "right_pick")
 """Step metrics the reference decides where they apply: paired over the same steps."""
 
@@ -44,11 +47,13 @@ def _trajectories(path: Path) -> list[Trajectory]:
 
 
 def _arm(
-    arm: Arm, stages: Stages, config: ExperimentConfig, played: list[Trajectory],
-    base: list[Trajectory] | None, groups: dict[str, str], boot: BootstrapConfig,
-) -> ArmResult:
+    arm: Arm, decoding: str, key: str, stages: Stages, config: ExperimentConfig,
+    played: list[Trajectory], base: list[Trajectory] | None,
+    baselines: dict[str, list[Trajectory]], groups: dict[str, str], boot: BootstrapConfig,
+) -> ArmResult:  # fmt: skip
     folder = stages.arm(arm)
-    evaluation = stages.out / "eval" / arm
+    pool = stages.arm(rows_of(arm))
+    evaluation = stages.out / "eval" / key
     report = _read(evaluation / "report.json")
     def named(path: Path) -> str:  # inside the folder: relative to it, so the report travels
         return str(path.relative_to(stages.out)) if path.is_relative_to(stages.out) else str(path)
@@ -57,40 +62,60 @@ def _arm(
              "trajectories": named(evaluation / "trajectories.jsonl")}  # fmt: skip
     seconds = float(next(iter(report.get("seconds", {}).values()), 0.0))
     resumed = int(next(iter(report.get("resumed", {}).values()), 0))
+    samples = config.eval.samples
     result: dict[str, Any] = {
-        "arm": arm, "model": named(model_dir(stages, arm, config)),
+        "arm": arm, "decoding": decoding, "key": key,
+        "model": named(model_dir(stages, arm, config)),
         "table": report["model"]["overall"], "by_intent": report["model"]["by_intent"],
         "eval_s": seconds,
         "eval_resumed": resumed,
         "eval_episodes_per_s": round((len(played) - resumed) / seconds, 4) if seconds > 0 else 0.0,
+        "minus_base": (difference_table(played, base, samples, boot, groups).overall
+                       if base is not None and arm != BASE else {}),
+        "minus_baselines": {p: difference_table(played, ts, samples, boot, groups).overall
+                            for p, ts in baselines.items()},
     }  # fmt: skip
     steps = _read(stages.out / "steps" / arm / "steps.json")
-    if steps:
+    if steps and key == arm:
         result["step_accuracy"] = steps
         files["steps"] = named(stages.out / "steps" / arm / "steps.json")
         if arm != BASE:
             result["steps_minus_base"] = step_differences(stages, arm, BASE, groups, boot)
-    if arm != BASE:
-        curated = _read(folder / "curated" / "report.json")
-        build = _read(folder / "sft" / "build.json")
+    if arm not in UNTRAINED:
+        curated = _read(pool / "curated" / "report.json")
+        build = _read(pool / "sft" / "build.json")
         train = _read(folder / "train" / "train_report.json")
-        files.update(curated=named(folder / "curated" / "report.json"),
-                     build=named(folder / "sft" / "build.json"),
+        sample = _read(pool / "sampled" / "tokens.json") or None
+        files.update(curated=named(pool / "curated" / "report.json"),
+                     build=named(pool / "sft" / "build.json"),
                      train=named(folder / "train" / "train_report.json"))  # fmt: skip
+        if sample is not None:
+            files["sample"] = named(pool / "sampled" / "tokens.json")
         result.update(
-            curated_episodes=curated.get("kept"), train_rows=build.get("rows", {}).get("train"),
+            curated_episodes=curated.get("kept"), sample=sample,
+            train_rows=sample["rows"] if sample else build.get("rows", {}).get("train"),
             steps=train.get("steps"), seen_tokens=train.get("seen_tokens"),
             trained_tokens=train.get("trained_tokens"),
             train_tokens_per_s=train.get("tokens_per_s"), train_s=train.get("train_s"),
             train_loss=[(p["step"], p["loss"]) for p in train.get("train_loss", [])],
             eval_loss=[(p["step"], p["loss"]) for p in train.get("eval_loss", [])],
-            minus_base=(
-                difference_table(played, base, config.eval.samples, boot, groups).overall
-                if base is not None else {}
-            ),
         )  # fmt: skip
     result["files"] = files
     return ArmResult.model_validate(result)
+
+
+def _baseline(
+    policy: str, stages: Stages, played: list[Trajectory], groups: dict[str, str],
+    boot: BootstrapConfig, samples: int,
+) -> BaselineResult:  # fmt: skip
+    folder = stages.out / "eval" / baseline_key(policy)
+    report = _read(folder / "report.json")
+    return BaselineResult(
+        policy=policy,
+        table=run_table(played, policy=policy, samples=samples, boot=boot, groups=groups).overall,
+        eval_s=float(next(iter(report.get("seconds", {}).values()), 0.0)),
+        files={"trajectories": str((folder / "trajectories.jsonl").relative_to(stages.out))},
+    )
 
 
 def step_differences(
@@ -128,32 +153,52 @@ def step_differences(
 def build_report(
     config: ExperimentConfig, stages: Stages, held: HeldOut, catalog: Path
 ) -> ExperimentReport:
-    """The report of the experiment folder as it stands: every arm evaluated so far
-    (`catalog`: the tasks' catalog); the arms still to run are listed as pending."""
+    """The report of the experiment folder as it stands: every evaluation run so far
+    (`catalog`: the tasks' catalog); the ones still to run are listed as pending."""
     from shopbench.catalog.store import Catalog
     from shopbench.tasks.io import read_tasks
     from shopbench.tasks.split import task_groups
 
-    evaluated = [a for a in config.arms if stages.done(stages.out / "eval" / a)]
-    runs = {a: _trajectories(stages.out / "eval" / a / "trajectories.jsonl") for a in evaluated}
+    def done(key: str) -> bool:
+        return stages.done(stages.out / "eval" / key)
+
+    def load(key: str) -> list[Trajectory]:
+        return _trajectories(stages.out / "eval" / key / "trajectories.jsonl")
+
+    planned = [(a, d, eval_key(config, a, d)) for d in config.eval.decoding for a in config.arms]
+    runs = {k: load(k) for _, _, k in planned if done(k)}
+    baseline_runs = {p: load(baseline_key(p)) for p in config.eval.baselines
+                     if done(baseline_key(p))}  # fmt: skip
     tasks = read_tasks(stages.out / "heldout.jsonl").tasks
     groups = task_groups(tasks, Catalog.open(catalog))
     boot = BootstrapConfig(seed=config.seed)
-    base = runs.get(BASE)
-    arms = [_arm(a, stages, config, runs[a], base, groups, boot) for a in evaluated]
+    samples = config.eval.samples
+    arms = [
+        _arm(a, d, k, stages, config, runs[k], runs.get(eval_key(config, BASE, d)),
+             baseline_runs, groups, boot)
+        for a, d, k in planned if k in runs
+    ]  # fmt: skip
     differences: dict[str, dict[str, Estimate | None]] = {}
-    for a, b in PAIRS:
-        if a in runs and b in runs:
-            d = dict(difference_table(runs[a], runs[b], config.eval.samples, boot, groups).overall)
-            steps = step_differences(stages, a, b, groups, boot)
-            d.update({f"steps.{k}": v for k, v in steps.items()})
-            differences[f"{a} − {b}"] = d
+    for decoding in config.eval.decoding:
+        for a, b in PAIRS:
+            ka, kb = eval_key(config, a, decoding), eval_key(config, b, decoding)
+            if ka not in runs or kb not in runs:
+                continue
+            d = dict(difference_table(runs[ka], runs[kb], samples, boot, groups).overall)
+            if ka == a and kb == b:
+                steps = step_differences(stages, a, b, groups, boot)
+                d.update({f"steps.{k}": v for k, v in steps.items()})
+            said = f" ({decoding})" if len(config.eval.decoding) > 1 else ""
+            differences[f"{a} − {b}{said}"] = d
+    pending = [baseline_key(p) for p in config.eval.baselines if p not in baseline_runs]
+    pending += [k for _, _, k in planned if k not in runs]
     return ExperimentReport(
         config=config.model_dump(mode="json"), view=config.view,
-        heldout=held.model_dump(), level=boot.level, samples=config.eval.samples, arms=arms,
+        heldout=held.model_dump(), level=boot.level, samples=samples, arms=arms,
+        baselines=[_baseline(p, stages, ts, groups, boot, samples)
+                   for p, ts in baseline_runs.items()],
         differences=differences, budget=_read(stages.out / "budget.json") or None,
-        pending=[a for a in config.arms if a not in runs], stages_s=stages.timings,
-        stages_at=stages.finished,
+        pending=pending, stages_s=stages.timings, stages_at=stages.finished,
     )  # fmt: skip
 
 
@@ -168,7 +213,8 @@ def render_markdown(r: ExperimentReport) -> str:
     """``report.md``: the table, the differences, the held-out check and the wall times."""
     level = f"{r.level * 100:g}%"
     h = r.heldout
-    first = r.arms[0].table
+    first = r.arms[0].table if r.arms else r.baselines[0].table
+    floors = [b.policy for b in r.baselines]
     lines = [
         "# Experiment", "",
         f"Observation view `{r.view}`; {first.tasks} held-out tasks in {first.clusters} product "
@@ -178,21 +224,38 @@ def render_markdown(r: ExperimentReport) -> str:
         f"training episode called a product of their group; {h['shared']} of the evaluated "
         f"tasks' groups are among the {h['train_groups']} groups training episodes called "
         "products of.", "",
-        "| arm | curated episodes | train rows | steps | tokens seen | ASR | − base | "
-        "completion | valid tool calls | valid turns |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "Completion: ended by `terminate` after an accepted recommendation. Accepted calls: "
+        "calls the environment ran. Shown ids: calls naming ids whose every id the episode had "
+        "shown.", "",
+        "| arm | decoding | train rows (tasks) | tokens trained | ASR | − base | "
+        + "".join(f"− {p} | " for p in floors)
+        + "completion | accepted calls | shown ids |",
+        "|---|---|---:|---:|---:|---:|" + "---:|" * len(floors) + "---:|---:|---:|",
     ]  # fmt: skip
     for a in r.arms:
         m = a.table.metrics
+        rows = "–" if a.train_rows is None else str(a.train_rows)
+        if a.sample:
+            rows += f" ({a.sample.get('tasks')})"
         lines.append(
-            f"| {a.arm} | {a.curated_episodes if a.curated_episodes is not None else '–'} | "
-            f"{a.train_rows if a.train_rows is not None else '–'} | {a.steps or '–'} | "
-            f"{a.seen_tokens or '–'} | {_cell(m.get('asr'))} | "
+            f"| {a.arm} | {a.decoding} | {rows} | {a.seen_tokens or '–'} | "
+            f"{_cell(m.get('asr'))} | "
             f"{_cell(a.minus_base.get('asr'), True) if a.minus_base else '–'} | "
-            f"{_cell(m.get('completion'))} | {_cell(m.get('valid_tool_calls'))} | "
-            f"{_cell(m.get('valid_turns'))} |"
-        )
+            + "".join(f"{_cell(a.minus_baselines.get(p, {}).get('asr'), True)} | "
+                      for p in floors)
+            + f"{_cell(m.get('completion'))} | {_cell(m.get('accepted_calls'))} | "
+            f"{_cell(m.get('shown_ids'))} |"
+        )  # fmt: skip
+    if r.baselines:
+        lines += ["", "Scripted baselines on the same tasks, limits and episode keys:", "",
+                  "| policy | ASR | completion | accepted calls | shown ids |",
+                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+        for b in r.baselines:
+            m = b.table.metrics
+            lines.append(f"| {b.policy} | {_cell(m.get('asr'))} | {_cell(m.get('completion'))} "
+                         f"| {_cell(m.get('accepted_calls'))} | {_cell(m.get('shown_ids'))} |")
     mde = next((a.table for a in r.arms if a.arm == BASE), first).mde  # at the base's rate
+    lines += [""] if r.baselines else []
     lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "
               f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
     if r.pending:
@@ -223,12 +286,12 @@ def render_markdown(r: ExperimentReport) -> str:
                 lines.append(f"- {a.arm} − base, paired over the same steps: {said}")
         lines.append("")
     if r.differences:
-        lines += ["## Between arms", "", "| difference | ASR | completion | valid turns |",
+        lines += ["## Between arms", "", "| difference | ASR | completion | accepted calls |",
                   "|---|---:|---:|---:|"]  # fmt: skip
         for name, d in r.differences.items():
             lines.append(
                 f"| {name} | {_cell(d.get('asr'), True)} | {_cell(d.get('completion'), True)} "
-                f"| {_cell(d.get('valid_turns'), True)} |"
+                f"| {_cell(d.get('accepted_calls'), True)} |"
             )
         lines.append("")
     lines += ["## Wall time", "", "| stage | seconds | finished (UTC) |", "|---|---:|---|"]

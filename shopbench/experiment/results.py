@@ -15,6 +15,8 @@ class ArmResult(BaseModel):
     """One arm: what it trained on, how it trained, how it played."""
 
     arm: Arm
+    decoding: str = Field(default="free", description="how the model decoded its calls")
+    key: str | None = Field(default=None, description="the evaluation's folder under eval/")
     model: str = Field(description="the model directory evaluated (relative to the folder "
                        "when inside it)")
     curated_episodes: int | None = Field(default=None, description="episodes curation kept")
@@ -23,6 +25,10 @@ class ArmResult(BaseModel):
     seen_tokens: int | None = Field(default=None, description="tokens the trainer processed")
     trained_tokens: int | None = Field(default=None, description="of the rows, tokens with loss")
     train_tokens_per_s: float | None = None
+    sample: dict[str, Any] | None = Field(
+        default=None, description="the token budget's sample of the arm's pool "
+        "(shopbench.distill.token_budget.TokenSample)",
+    )  # fmt: skip
     train_loss: list[tuple[int, float]] = Field(default_factory=list)
     eval_loss: list[tuple[int, float]] = Field(default_factory=list)
     table: MetricTable = Field(description="the evaluation's overall table")
@@ -33,6 +39,10 @@ class ArmResult(BaseModel):
     step_accuracy: dict[str, Any] | None = Field(
         default=None, description="teacher-forced next actions on the reference episodes "
         "(shopbench.evaluate.trained.steps.StepReport)",
+    )  # fmt: skip
+    minus_baselines: dict[str, dict[str, Estimate | None]] = Field(
+        default_factory=dict, description="baseline policy → metric → this arm − that "
+        "baseline, paired over the held-out tasks",
     )  # fmt: skip
     steps_minus_base: dict[str, Estimate] = Field(
         default_factory=dict, description="step metric → this arm − base, paired over steps"
@@ -49,6 +59,15 @@ class ArmResult(BaseModel):
     )
 
 
+class BaselineResult(BaseModel):
+    """A reference policy on the same held-out tasks under the same limits."""
+
+    policy: str
+    table: MetricTable
+    eval_s: float
+    files: dict[str, str]
+
+
 class ExperimentReport(BaseModel):
     """``report.json``."""
 
@@ -58,6 +77,7 @@ class ExperimentReport(BaseModel):
     level: float
     samples: int
     arms: list[ArmResult]
+    baselines: list[BaselineResult] = Field(default_factory=list)
     differences: dict[str, dict[str, Estimate | None]] = Field(
         default_factory=dict, description="'a − b' → metric → paired difference (step "
         "metrics prefixed steps.)",
@@ -66,7 +86,8 @@ class ExperimentReport(BaseModel):
         default=None, description="the turn budget and the trained turns' lengths"
     )
     pending: list[str] = Field(
-        default_factory=list, description="arms of the config not evaluated yet"
+        default_factory=list, description="evaluations of the config not run yet (an arm, "
+        "arm@decoding or baselines/policy)"
     )
     stages_s: dict[str, float]
     stages_at: dict[str, str] = Field(

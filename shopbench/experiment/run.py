@@ -45,7 +45,16 @@ from shopbench.errors import ShopbenchError
 from shopbench.experiment.arms import UNTRAINED, Arm, curation_of, rows_of, seed_offset
 from shopbench.experiment.config import Decoding, ExperimentConfig
 from shopbench.experiment.errors import ExperimentError
-from shopbench.experiment.folder import ARENA_DIR, HeldOut, Log, PlayArena, Stages, model_dir
+from shopbench.experiment.folder import (
+    ARENA_DIR,
+    HeldOut,
+    Log,
+    PlayArena,
+    Stages,
+    baseline_key,
+    eval_key,
+    model_dir,
+)
 from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
 
@@ -313,12 +322,6 @@ def _policy_options(
     )  # fmt: skip
 
 
-def eval_key(config: ExperimentConfig, arm: Arm, decoding: Decoding) -> str:
-    """The name of `arm`'s evaluation under `decoding`: the arm's own under the config's
-    first decoding (so a folder of one decoding reads as before), ``arm@decoding`` else."""
-    return arm if decoding == config.eval.decoding[0] else f"{arm}@{decoding}"
-
-
 def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
     """The turn budget (once): each trained arm's assistant turns measured in the model's
     tokenizer, and the largest of the arms' budgets, so that no arm has more than
@@ -428,18 +431,11 @@ def _evaluate(
     config: ExperimentConfig, stages: Stages, arm: Arm, catalog: Path, budget: TurnBudget,
     decoding: Decoding,
 ) -> None:
-    from shopbench.agents.local.engine import release_engines
-    from shopbench.chat import EpisodeLimits
-    from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.trained.report import write_model_eval
-    from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
-    from shopbench.tasks.io import read_tasks
+    """The arm's evaluation under `decoding` on the held-out tasks (once)."""
+    from shopbench.evaluate.trained.run import ModelEvalConfig
     from shopbench.trajectory.loop import RunLimits
 
-    key = eval_key(config, arm, decoding)
-    folder = stages.out / "eval" / key
     spec = config.eval
-    tasks = read_tasks(stages.out / "heldout.jsonl").tasks
     train_rows = train_data(config, stages, rows_of(arm)) / "train.parquet"
     eval_config = ModelEvalConfig(
         model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
@@ -450,8 +446,41 @@ def _evaluate(
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
         training_set=train_rows if arm not in UNTRAINED else None,
     )  # fmt: skip
+    _play_heldout(config, stages, catalog, eval_key(config, arm, decoding), eval_config)
 
-    journal = folder.with_name(f"{key}.played.jsonl")
+
+def _baseline(config: ExperimentConfig, stages: Stages, catalog: Path, policy: str) -> None:
+    """The reference policy's episodes of the held-out tasks (once), under the arms' limits
+    and episode keys: ``eval/baselines/<policy>/``."""
+    from shopbench.agents.options import PolicyOptions
+    from shopbench.evaluate.trained.run import ModelEvalConfig
+    from shopbench.trajectory.loop import RunLimits
+
+    spec = config.eval
+    eval_config = ModelEvalConfig(
+        model=policy, samples=spec.samples, concurrency=spec.concurrency, seed=config.seed,
+        policy_options=PolicyOptions(turn_timeout_s=spec.turn_timeout_s),
+        limits=RunLimits(max_idle_turns=spec.max_idle_turns),
+    )  # fmt: skip
+    _play_heldout(config, stages, catalog, baseline_key(policy), eval_config)
+
+
+def _play_heldout(
+    config: ExperimentConfig, stages: Stages, catalog: Path, key: str, eval_config: Any
+) -> None:
+    """Play `eval_config`'s policy on the held-out tasks into ``eval/<key>/`` (once), each
+    finished episode kept in a journal beside it, so an interrupted run resumes."""
+    from shopbench.agents.local.engine import release_engines
+    from shopbench.chat import EpisodeLimits
+    from shopbench.env.env import ShoppingEnv
+    from shopbench.evaluate.trained.report import write_model_eval
+    from shopbench.evaluate.trained.run import evaluate_model
+    from shopbench.tasks.io import read_tasks
+
+    folder = stages.out / "eval" / key
+    spec = config.eval
+    tasks = read_tasks(stages.out / "heldout.jsonl").tasks
+    journal = folder.with_name(f"{folder.name}.played.jsonl")
 
     def work() -> None:
         env = ShoppingEnv.open(catalog, EpisodeLimits(max_turns=spec.max_turns))
@@ -523,6 +552,9 @@ def run_experiment(
         f"p95 {budget.p95:.0f}, longest {budget.max}; {budget.cut_share:.1%} cut)")  # fmt: skip
     references = _references(config, stages, catalog)
     report = Path()
+    for policy in config.eval.baselines:  # scripted: seconds, so first
+        _baseline(config, stages, catalog, policy)
+        report = write_report(config, stages, held, catalog)
     arms = config.arms
     first, *others = config.eval.decoding
     for arm in arms:

@@ -421,7 +421,7 @@ def test_distill_eval_tables_the_model_against_a_baseline(
     # The taught model always ends at once: complete and well-formed, never successful.
     assert model["asr"]["value"] == 0.0
     assert model["completion"] == {"value": 1.0, "low": 1.0, "high": 1.0}
-    assert model["valid_tool_calls"]["value"] == 1.0
+    assert model["accepted_calls"]["value"] == 1.0
     baseline = report["baseline"]["overall"]["metrics"]
     diff = report["difference"]["overall"]["asr"]
     assert diff["value"] == pytest.approx(-baseline["asr"]["value"]) and diff["high"] <= 0

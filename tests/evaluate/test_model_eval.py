@@ -122,31 +122,39 @@ def test_distill_eval_writes_the_table_with_the_baseline_and_contamination(
     assert "## voucher" in md and "1 of 9 evaluation queries overlap" in md
 
 
-def test_the_valid_call_and_completion_rates_count_malformed_turns(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
+def test_accepted_calls_shown_ids_and_completion_count_what_the_environment_did(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
     from shopbench.agents.registry import make_policy
     from shopbench.evaluate.runner import run_evaluation
     from shopbench.records.trajectory import TerminationReason, ToolLogEntry
 
-    def entry(turn: int, error: str | None) -> ToolLogEntry:
+    def entry(turn: int, error: str | None, **arguments: str) -> ToolLogEntry:
         return ToolLogEntry(
-            turn=turn, name="x", arguments={}, result_digest="d", error=error, latency_ms=0
-        )
+            turn=turn, name="x", arguments=arguments, result_digest="d", error=error,
+            latency_ms=0,
+        )  # fmt: skip
 
     played = run_evaluation(env, _tasks(heldout)[:1], lambda k: make_policy("greedy"))[0][0]
     t = played.model_copy(update={
         "turns": 3, "termination": TerminationReason.turn_limit,
-        "tool_log": [entry(1, None), entry(1, "bad_argument"), entry(2, "invalid_id")],
+        "tool_log": [entry(1, None, product_ids="a1"), entry(1, "bad_argument"),
+                     entry(2, "invalid_id", product_ids="12345")],
     })  # fmt: skip
     _, ratios = per_task([t], 1)
-    assert ratios["valid_tool_calls"] == ([2], [3])  # an invalid id is a well-formed call
-    assert ratios["valid_turns"] == ([1], [3])  # turn 1 had a malformed call, turn 3 none
+    assert ratios["accepted_calls"] == ([1], [3])  # an invented id is a refused call
+    assert ratios["shown_ids"] == ([1], [2])  # of the two calls naming ids, one invented
     assert ratios["completion"] == ([0], [1])
+    # A terminate with nothing recommended is not a completed task; with one, it is.
+    ended = t.model_copy(update={"termination": TerminationReason.terminated})
+    assert per_task([ended.model_copy(update={"recommended": []})], 1)[1]["completion"] == (
+        [0], [1])  # fmt: skip
+    assert per_task([ended.model_copy(update={"recommended": ["a1"]})], 1)[1]["completion"] == (
+        [1], [1])  # fmt: skip
     silent = run_table(
         [t.model_copy(update={"tool_log": []})], policy="x", samples=1,
         boot=BootstrapConfig(resamples=100),
     )
-    assert silent.overall.metrics["valid_tool_calls"] is None  # no call: undefined, not 0
-    assert silent.overall.metrics["valid_turns"].value == 0.0
+    assert silent.overall.metrics["accepted_calls"] is None  # no call: undefined, not 0
+    assert silent.overall.metrics["shown_ids"] is None
 
 
 def test_bad_inputs_are_named(

@@ -253,6 +253,51 @@ def test_an_arena_option_is_refused_before_the_arena_plays(
     assert not (tmp_path / "run").exists()
 
 
+def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
+    archive: Path, catalog_dir: Path, tiny: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The third design: every trained arm reads the same token budget of its own pool
+    (distinct tasks first), curated-2 trains curated's rows under the next seed, each arm is
+    evaluated constrained and then free, and the scripted baselines play the same tasks
+    first; the report has a row for each and each arm's difference to each baseline."""
+    config = _config(
+        tmp_path, archive, catalog_dir, tiny, arms=["curated", "base", "curated-2"],
+        train={"config": "smollm2-lora", "overrides": TRAIN, "tokens": 3000},
+        eval={"step_tasks": 0, "decoding": ["constrained", "free"],
+              "baselines": ["first_hit", "greedy"]},
+    )  # fmt: skip
+    out = tmp_path / "run"
+    assert _run("--config", str(config), "--out", str(out)) == 0
+    said = capsys.readouterr().out
+    assert "sample curated: " in said and "sample curated-2" not in said
+    sample = json.loads((out / "arms" / "curated" / "sampled" / "tokens.json").read_text())
+    assert 0 < sample["tokens"] <= 3000 and sample["tasks"] == sample["rows"]
+    order = list(json.loads((out / "stages.json").read_text())["finished"])
+    assert order.index("eval baselines/first_hit") < order.index("train curated")
+    assert order.index("eval curated-2") < order.index("eval curated@free")
+    report = json.loads((out / "report.json").read_text())
+    rows = [(a["arm"], a["decoding"]) for a in report["arms"]]
+    assert rows == [("curated", "constrained"), ("base", "constrained"),
+                    ("curated-2", "constrained"), ("curated", "free"), ("base", "free"),
+                    ("curated-2", "free")]  # fmt: skip
+    assert [b["policy"] for b in report["baselines"]] == ["first_hit", "greedy"]
+    first = report["arms"][0]
+    assert first["sample"] == sample and first["train_rows"] == sample["rows"]
+    assert set(first["minus_baselines"]) == {"first_hit", "greedy"}
+    assert set(first["table"]["metrics"]) >= {"completion", "accepted_calls", "shown_ids"}
+    # Constrained, every call the models made ran; the same seed's rows, another seed's model.
+    constrained = [json.loads(line) for line in
+                   (out / "eval" / "base" / "trajectories.jsonl").read_text().splitlines()]
+    assert all(e["error"] is None for t in constrained for e in t["tool_log"])
+    assert first["table"]["metrics"]["accepted_calls"]["value"] == 1.0
+    trained = {a["arm"]: a for a in report["arms"] if a["decoding"] == "constrained"}
+    assert trained["curated-2"]["files"]["sample"] == trained["curated"]["files"]["sample"]
+    assert "curated-2 − curated (constrained)" in report["differences"]
+    md = (out / "report.md").read_text()
+    assert "| first_hit |" in md and "− first_hit |" in md and report["pending"] == []
+
+
 def test_the_arms_run_in_the_config_s_order_base_last_when_asked(
     archive: Path, catalog_dir: Path, tiny: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],

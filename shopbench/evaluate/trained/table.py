@@ -13,13 +13,14 @@ Metrics (each a ratio of sums over tasks, see :mod:`shopbench.evaluate.intervals
 - ``asr``: successful episodes / episodes.
 - ``pass@1``, ``pass@K``: the unbiased estimator of :func:`shopbench.evaluate.metrics.pass_at_k`,
   averaged over tasks; ``pass^K``: all K attempts succeed (:func:`pass_hat_k`).
-- ``completion``: episodes the agent ended with ``terminate`` / episodes.
-- ``valid_tool_calls``: well-formed calls / calls the environment received — a call is
-  malformed when it names no known tool or its arguments are not the tool's (unknown_tool,
-  bad_argument); an invalid product id is a well-formed call that chose badly. Undefined
-  (None, ``–`` in the Markdown) for a run that made no call at all.
-- ``valid_turns``: assistant turns whose every call was well-formed and that made at least
-  one / assistant turns (a turn without any call, or one the policy failed, is invalid).
+- ``completion``: episodes the agent ended with ``terminate`` after a recommendation the
+  environment accepted / episodes (a ``terminate`` with nothing recommended is not a
+  completed task).
+- ``accepted_calls``: calls the environment accepted (ran without an error) / calls it
+  received. Undefined (None, ``–`` in the Markdown) for a run that made no call at all.
+- ``shown_ids``: calls naming ids (``product_ids``, ``shop_id``) whose every id is one the
+  episode showed / calls naming ids: whether the model copies ids or invents them.
+  Undefined for a run that named none.
 
 Completion and format validity are reported apart from ASR: a small model can learn the
 protocol long before it learns to shop.
@@ -37,8 +38,10 @@ from shopbench.evaluate.metrics import attempt_counts, pass_at_k, pass_hat_k
 from shopbench.evaluate.power import detectable_difference, intra_cluster_correlation
 from shopbench.records.trajectory import TerminationReason, Trajectory
 
-MALFORMED_CALLS = frozenset({"unknown_tool", "bad_argument"})
-"""Tool-log error codes of a call that is not a well-formed call of a known tool."""
+INVALID_ID = "invalid_id"
+"""The tool-log error code of a call naming an id the episode never showed (or no id)."""
+ID_ARGUMENTS = frozenset({"product_ids", "shop_id"})
+"""Arguments that name ids the episode showed."""
 OVERALL = "overall"
 
 Ratio = tuple[list[float], list[float]]
@@ -61,7 +64,7 @@ class MetricTable(BaseModel):
         "without episodes"
     )
     metrics: dict[str, Estimate | None] = Field(
-        description="None where the metric is undefined (valid_tool_calls of a run that made "
+        description="None where the metric is undefined (accepted_calls of a run that made "
         "no call)"
     )
 
@@ -97,18 +100,12 @@ class DifferenceTable(BaseModel):
 def metric_names(samples: int) -> list[str]:
     """The table's metric names for K = `samples` (pass@K and pass^K only for K > 1)."""
     ks = [f"pass@{samples}", f"pass^{samples}"] if samples > 1 else []
-    return ["asr", "pass@1", *ks, "completion", "valid_tool_calls", "valid_turns"]
+    return ["asr", "pass@1", *ks, "completion", "accepted_calls", "shown_ids"]
 
 
-def _valid_turns(t: Trajectory) -> int:
-    calls: dict[int, list[str | None]] = defaultdict(list)
-    for e in t.tool_log:
-        calls[e.turn].append(e.error)
-    return sum(
-        1
-        for errors in calls.values()
-        if errors and not any(err in MALFORMED_CALLS for err in errors)
-    )
+def completed(t: Trajectory) -> bool:
+    """Whether the agent ended `t` with ``terminate`` after an accepted recommendation."""
+    return t.termination is TerminationReason.terminated and any(t.recommended)
 
 
 def per_task(
@@ -134,10 +131,12 @@ def per_task(
         if samples > 1:
             add(f"pass@{samples}", pass_at_k(n, c, samples), 1)
             add(f"pass^{samples}", pass_hat_k(n, c, samples), 1)
-        add("completion", sum(t.termination is TerminationReason.terminated for t in ts), n)
+        add("completion", sum(completed(t) for t in ts), n)
         calls = [e for t in ts for e in t.tool_log]
-        add("valid_tool_calls", sum(e.error not in MALFORMED_CALLS for e in calls), len(calls))
-        add("valid_turns", sum(_valid_turns(t) for t in ts), sum(t.turns for t in ts))
+        add("accepted_calls", sum(e.error is None for e in calls), len(calls))
+        naming = [e for e in calls if isinstance(e.arguments, dict)
+                  and any(e.arguments.get(a) for a in ID_ARGUMENTS)]  # fmt: skip
+        add("shown_ids", sum(e.error != INVALID_ID for e in naming), len(naming))
     return list(by_task), out
 
 
