@@ -19,6 +19,7 @@ from shopbench.agents.registry import (
     kinds_in_turn,
 )
 from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.arena_miners import ArenaError
 
 DEFAULT_POLICIES: tuple[str, ...] = kinds_in_turn(SERVABLE_POLICIES)
@@ -97,8 +98,9 @@ class ArenaConfig(BaseModel):
     tasks_per_round: int = Field(default=8, ge=1, le=256, description="tasks per round")
     concurrency: int = Field(default=32, ge=1, description="episodes played at once")
     turn_timeout_s: float = Field(
-        default=20.0, gt=0, description="seconds a miner has to answer one turn (the arena's "
-        "miners are local reference policies, so shorter than a validator's)",
+        default=DEFAULT_TURN_TIMEOUT_S, gt=0, description="seconds a miner has to answer one "
+        "turn (the validators' default, so a miner added with --add-miner meets the deadline "
+        "it will meet on the subnet)",
     )  # fmt: skip
     round_timeout_s: float = Field(
         default=300.0, gt=0, description="a round's episodes still running after this are cut"
