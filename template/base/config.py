@@ -270,6 +270,22 @@ verify the signed request, read the reply and send it back, so a model that uses
 ``request_timeout_s`` still answers the turn in time."""
 
 
+def _looks_like_a_path(name: str) -> bool:
+    """Whether `name` reads as a filesystem path rather than a model's name."""
+    return name.startswith(("/", "~", "./", "../")) or "\\" in name
+
+
+def card_model_name(policy: str, model: str | None) -> str:
+    """The model an ``hf:PATH`` miner's agent card names: `model` when the operator gave one,
+    else PATH's last component, so that no local path goes into a public record."""
+    from shopbench.agents.local.config import HF_PREFIX
+
+    if model:
+        return model
+    path = policy.removeprefix(HF_PREFIX).strip().rstrip("/\\")
+    return Path(path.replace("\\", "/")).name or "local-model"
+
+
 class AgentConfig(_Section):
     """What answers the validators' turns: a model endpoint or a reference policy."""
 
@@ -282,7 +298,11 @@ class AgentConfig(_Section):
         default=None, description="OpenAI-compatible API root of the model, e.g. "
         "http://127.0.0.1:8000/v1 (vllm serve)",
     )  # fmt: skip
-    model: str | None = Field(default=None, description="model name the server serves")
+    model: str | None = Field(
+        default=None, description="model name the server serves; with --agent.policy hf:PATH, "
+        "the name your agent card shows (default: PATH's last component: a card is public, a "
+        "local path never goes on it)",
+    )  # fmt: skip
     revision: str = Field(default="", description="model revision shown on the agent card")
     temperature: float | None = Field(
         default=None, ge=0, description="sampling temperature of the model (default: the "
@@ -326,9 +346,17 @@ class AgentConfig(_Section):
 
     @model_validator(mode="after")
     def _one_source(self) -> AgentConfig:
-        has_model = self.base_url is not None or self.model is not None
+        from shopbench.agents.local.config import HF_PREFIX
+
+        local = self.policy is not None and self.policy.startswith(HF_PREFIX)
+        has_model = self.base_url is not None or (self.model is not None and not local)
         if self.policy is not None and has_model:
             raise ValueError("give --agent.policy or --agent.base_url/--agent.model, not both")
+        if local and self.model is not None and _looks_like_a_path(self.model):
+            raise ValueError(
+                f"--agent.model {self.model!r} names the model on your public agent card: give "
+                "a name, not a local path"
+            )
         if self.policy is None and not (self.base_url and self.model):
             raise ValueError(
                 "the miner needs an agent: --agent.base_url URL --agent.model NAME (an "

@@ -29,7 +29,7 @@ from fastapi import FastAPI, Response
 import shopbench
 from shopbench.agents.base import Policy
 from shopbench.agents.options import PolicyOptions
-from template.base.config import AgentConfig, MinerConfig
+from template.base.config import AgentConfig, MinerConfig, card_model_name
 from template.base.episode_log import EpisodeLog
 from template.base.metrics import CONTENT_TYPE_LATEST, MeteredPolicy, MinerMetrics
 from template.base.neuron import NeuronError, missing_subnet
@@ -62,7 +62,9 @@ def make_agent(config: AgentConfig) -> tuple[Policy, AgentCard]:
         policy = make_policy(
             spec, seed=config.seed, **options.options(spec, defaults=False)
         )
-        card = AgentCard(model=policy.name, revision=config.revision)
+        card = AgentCard(
+            model=card_model_name(config.policy, config.model), revision=config.revision
+        )
     elif config.policy is not None:
         policy = make_policy(spec, seed=config.seed)
         card = AgentCard(model=f"reference/{config.policy}", revision=shopbench.__version__)
