@@ -182,7 +182,7 @@ class MinerRow(BaseModel):
     ema: float
     weight: float
     copy_of: int | None = None
-    """The uid whose decisions this miner copied in its last round (its score counted 0)."""
+    """The uid whose decisions this miner followed in its last round (those tasks counted 0)."""
 
 
 def parse_added(specs: Sequence[str]) -> list[AddedMiner]:

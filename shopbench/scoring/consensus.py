@@ -26,7 +26,8 @@ SPEC_VERSION = 5
 change to a consensus parameter (2: rubric v2 with the decision and claim checks, and the
 round's decision check; 3: copies of another miner's decisions earn nothing; 4: rubric v4, a
 claim of success with a slot left empty is false; 5: decisions version 2, a search known by
-what it returned and every part of a copy's decisions compared by containment)."""
+what it returned and every part of a copy's decisions compared by containment; who follows
+whom decided by answer times first, and credit per task)."""
 
 
 class ConsensusConfig(BaseModel):

@@ -103,7 +103,16 @@ class MinerRound(BaseModel):
         default_factory=dict, description="task id → what the miner decided (copy groups)"
     )
     copy_of: int | None = Field(
-        default=None, description="the uid whose decisions this miner's copy (score zeroed)"
+        default=None,
+        description="the uid whose decisions this miner follows (those tasks score 0)",
+    )
+    copied_tasks: int = Field(
+        default=0, ge=0, description="tasks of the round on which it followed copy_of's decisions"
+    )
+    credited: float | None = Field(
+        default=None,
+        description="the round score with the copied tasks counted 0 (what the EMA takes); "
+        "None: nothing copied, the score stands",
     )
     agent_model: str | None = Field(
         default=None, description="the model the miner's agent card named (None: no card)"

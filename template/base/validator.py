@@ -44,6 +44,7 @@ from shopbench.judging.judge import Judge
 from shopbench.judging.registry import make_judge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import LLMSampling
+from shopbench.scoring.copies import credited_score
 from shopbench.scoring.round import RoundJudge
 from template.base.config import ValidatorConfig
 from template.base.metrics import MinerGauges, ValidatorMetrics
@@ -375,7 +376,7 @@ class Validator:
         result = self._score_copies(result)
         alpha = self.config.consensus.ema_alpha
         for m in result.miners:
-            score = 0.0 if m.copy_of is not None else m.score
+            score = m.score if m.credited is None else m.credited
             self.state.scores.update(m.uid, m.hotkey, score, alpha, m.episodes)
         self.state.round += 1
         await self.maybe_set_weights()
@@ -416,8 +417,9 @@ class Validator:
         })  # fmt: skip
 
     def _score_copies(self, result: RoundResult) -> RoundResult:
-        """Remember each miner's decisions and mark those that copy an earlier-registered
-        miner's (:mod:`shopbench.scoring.copies`): their round score goes into the EMA as 0."""
+        """Remember each miner's decisions and mark those that follow another miner's
+        (:mod:`shopbench.scoring.copies`): the tasks on which they did go into the EMA as 0,
+        the rest as they scored."""
         rules = self.config.consensus.copies
         book = self.state.copies
         if self.metagraph is not None:
@@ -434,13 +436,19 @@ class Validator:
         for m in result.miners:
             group = groups.get(m.uid)
             if group is not None:
+                copied = book.copied_tasks(m.uid, group.of_uid, result.index)
+                credited = credited_score(m.decisions, m.tasks, copied)
                 self.metrics.copies.inc()
                 log.info(
-                    "uid %d copies uid %d (the same decisions on %d of %d shared tasks): its"
-                    " round score counts as 0", m.uid, group.of_uid, group.same, group.shared,
+                    "uid %d follows uid %d (the same decisions on %d of %d shared tasks; "
+                    "decided by %s): its %d tasks of this round with uid %d's decisions count "
+                    "0, its round score %.4f -> %.4f", m.uid, group.of_uid, group.same,
+                    group.shared, group.by, len(copied), group.of_uid, m.score, credited,
                     extra={"uid": m.uid, "copy_of": group.of_uid},
                 )  # fmt: skip
-                m = m.model_copy(update={"copy_of": group.of_uid})
+                m = m.model_copy(update={
+                    "copy_of": group.of_uid, "copied_tasks": len(copied), "credited": credited,
+                })  # fmt: skip
             miners.append(m)
         return result.model_copy(update={"miners": miners})
 

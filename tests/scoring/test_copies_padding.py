@@ -97,11 +97,12 @@ def played(catalog_dir: Path, catalog: Any) -> dict[str, list[Trajectory]]:
     assert len(tasks) >= 12
     policies: dict[str, Any] = {n: make_policy(n, seed=1) for n in HONEST}
     policies |= {n: cls(seed=1) for n, cls in PADDED.items()}
-    out: dict[str, list[Trajectory]] = {}
-    for m, (name, policy) in enumerate(policies.items()):
-        out[name] = [
-            asyncio.run(run_episode(env, task, policy, key=bytes([m + 1]) * 32)) for task in tasks
-        ]
+    out: dict[str, list[Trajectory]] = {name: [] for name in policies}
+    keys = {name: bytes([m + 1]) * 32 for m, name in enumerate(policies)}
+    names = list(policies)
+    for n, task in enumerate(tasks):  # task by task, each policy first in turn: no one is
+        for name in names[n % len(names) :] + names[: n % len(names)]:  # always the warm-up
+            out[name].append(asyncio.run(run_episode(env, task, policies[name], key=keys[name])))
     return out
 
 
