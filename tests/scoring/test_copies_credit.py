@@ -76,7 +76,8 @@ def rounds(catalog_dir: Path, catalog: Any) -> tuple[list[Task], dict[str, list[
     improver = Improver(seed=1)
     improver.better = frozenset(failed[:3])  # better on 3 of 24 tasks only
     return tasks, {
-        "greedy": original, "improver": play(improver, b"n" * 32),
+        "greedy": original,
+        "improver": play(improver, b"n" * 32),
         "copycat": play(Improver(seed=1), b"c" * 32),  # greedy's decisions, nothing better
     }
 
