@@ -95,6 +95,10 @@ class PolicyOptions(BaseModel):
         "constrained (each call under a grammar of the tool schemas, ids limited to those the "
         "episode showed); default free",
     )  # fmt: skip
+    example: Path | None = Field(
+        default=None, description="an hf: model's worked episode: a JSON file of one "
+        "episode's messages shown before every task",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view a model policy reads its tool results "
         "in (full, compact, with /hN a history window: compact/h2); default the one recorded "
@@ -149,6 +153,8 @@ class PolicyOptions(BaseModel):
                 out["kv_cache_tokens"] = self.kv_cache_tokens
             if self.decoding is not None:
                 out["decoding"] = self.decoding
+            if self.example is not None:
+                out["example"] = self.example
             return out
         if name.startswith(OPENAI_PREFIX):
             if self.max_tokens is not None:

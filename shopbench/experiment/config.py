@@ -182,6 +182,8 @@ class ExperimentConfig(BaseModel):
             raise ValueError("an arm is named twice")
         if BASE not in value:
             raise ValueError("the arms must include base: every arm is compared with it")
+        if ("prompted" in value or "curated-2" in value) and "curated" not in value:
+            raise ValueError("prompted and curated-2 read curated's rows: name curated too")
         return value
 
     @property

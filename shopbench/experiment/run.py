@@ -437,16 +437,50 @@ def _evaluate(
 
     spec = config.eval
     train_rows = train_data(config, stages, rows_of(arm)) / "train.parquet"
+    options = _policy_options(config, budget, kept_tokens=KV_CACHE_TOKENS, decoding=decoding)
+    if arm == PROMPTED:
+        options = options.model_copy(update={"example": _example(config, stages)})
     eval_config = ModelEvalConfig(
         model=f"hf:{model_dir(stages, arm, config)}", samples=spec.samples,
         concurrency=spec.concurrency, seed=config.seed,
-        policy_options=_policy_options(
-            config, budget, kept_tokens=KV_CACHE_TOKENS, decoding=decoding
-        ),
+        policy_options=options,
         limits=RunLimits(max_idle_turns=spec.max_idle_turns),
         training_set=train_rows if arm not in UNTRAINED else None,
     )  # fmt: skip
     _play_heldout(config, stages, catalog, eval_key(config, arm, decoding), eval_config)
+
+
+PROMPTED = "prompted"
+EXAMPLE_FILE = "example.json"
+
+
+def _example(config: ExperimentConfig, stages: Stages) -> Path:
+    """The prompted arm's worked episode (once): of curated's training rows, the shortest
+    with at least three assistant turns (a search, a recommendation, the end; else with the
+    most there are), its messages
+    after the system prompt, in the rows' view: ``arms/prompted/example.json``."""
+    from shopbench.distill.dataset import load_sft
+
+    folder = stages.arm(PROMPTED)
+    path = folder / EXAMPLE_FILE
+
+    def work() -> None:
+        rows = load_sft(train_data(config, stages, "curated"))["train"]
+
+        def turns(row: dict[str, Any]) -> int:
+            return sum(1 for m in row["messages"] if m["role"] == "assistant")
+
+        most = max(turns(r) for r in rows)
+        fit = [r for r in rows if turns(r) >= min(3, most)]
+        row = min(fit, key=lambda r: (len(json.dumps(r["messages"])), str(r["episode_id"])))
+        messages = [{k: v for k, v in m.items() if v is not None}
+                    for m in row["messages"] if m["role"] != "system"]  # fmt: skip
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(messages, indent=1) + "\n", encoding="utf-8")
+        stages.log(f"prompted: episode {row['episode_id']} ({turns(row)} turns) as the example")
+
+    stages.run("example prompted", folder, work, keep=True)
+    return path
 
 
 def _baseline(config: ExperimentConfig, stages: Stages, catalog: Path, policy: str) -> None:

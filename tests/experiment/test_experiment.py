@@ -262,7 +262,7 @@ def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
     evaluated constrained and then free, and the scripted baselines play the same tasks
     first; the report has a row for each and each arm's difference to each baseline."""
     config = _config(
-        tmp_path, archive, catalog_dir, tiny, arms=["curated", "base", "curated-2"],
+        tmp_path, archive, catalog_dir, tiny, arms=["curated", "base", "curated-2", "prompted"],
         train={"config": "smollm2-lora", "overrides": TRAIN, "tokens": 3000},
         eval={"step_tasks": 0, "decoding": ["constrained", "free"],
               "baselines": ["first_hit", "greedy"]},
@@ -278,9 +278,12 @@ def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
     assert order.index("eval curated-2") < order.index("eval curated@free")
     report = json.loads((out / "report.json").read_text())
     rows = [(a["arm"], a["decoding"]) for a in report["arms"]]
-    assert rows == [("curated", "constrained"), ("base", "constrained"),
-                    ("curated-2", "constrained"), ("curated", "free"), ("base", "free"),
-                    ("curated-2", "free")]  # fmt: skip
+    arms = ["curated", "base", "curated-2", "prompted"]
+    assert rows == [(a, d) for d in ("constrained", "free") for a in arms]
+    # The prompted base reads one curated episode before each task: no system prompt in it.
+    example = json.loads((out / "arms" / "prompted" / "example.json").read_text())
+    assert example[0]["role"] == "user" and "system" not in {m["role"] for m in example}
+    assert sum(m["role"] == "assistant" for m in example) >= 1
     assert [b["policy"] for b in report["baselines"]] == ["first_hit", "greedy"]
     first = report["arms"][0]
     assert first["sample"] == sample and first["train_rows"] == sample["rows"]
@@ -293,7 +296,8 @@ def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
     assert first["table"]["metrics"]["accepted_calls"]["value"] == 1.0
     trained = {a["arm"]: a for a in report["arms"] if a["decoding"] == "constrained"}
     assert trained["curated-2"]["files"]["sample"] == trained["curated"]["files"]["sample"]
-    assert "curated-2 − curated (constrained)" in report["differences"]
+    assert {"curated-2 − curated (constrained)", "curated − prompted (free)"} <= set(
+        report["differences"])  # fmt: skip
     md = (out / "report.md").read_text()
     assert "| first_hit |" in md and "− first_hit |" in md and report["pending"] == []
 

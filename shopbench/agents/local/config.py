@@ -77,6 +77,12 @@ class HFPolicyConfig(BaseModel):
         "and forms) with product ids limited to those the episode has shown, rebuilt each "
         "turn (shopbench.agents.local.grammar)",
     )  # fmt: skip
+    example: Path | None = Field(
+        default=None,
+        description="a JSON file of one episode's messages (user, assistant and tool, in the "
+        "view the model reads) shown after the system prompt and before every task: the "
+        "model prompted with a worked episode instead of tuned on many",
+    )  # fmt: skip
     view: str | None = Field(
         default=None, description="observation view id the model reads (None: the one its "
         "directory records, else full); one that differs from the recorded one is refused",

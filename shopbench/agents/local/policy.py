@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import weakref
+from pathlib import Path
 from typing import Any
 
 from shopbench.agents.errors import LocalModelError
@@ -28,6 +30,20 @@ _BATCHERS: weakref.WeakKeyDictionary[
 ] = weakref.WeakKeyDictionary()
 
 
+def read_example(path: Path) -> list[ChatMessage]:
+    """The worked episode in the JSON file at `path` (a list of chat messages, its system
+    prompt left out); LocalModelError when it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        messages = [ChatMessage.model_validate(m) for m in data]
+    except (OSError, ValueError, TypeError) as e:
+        raise LocalModelError(f"{path}: not an example episode ({e})") from None
+    if not messages or any(m.role == "system" for m in messages):
+        raise LocalModelError(f"{path}: an example episode is user, assistant and tool "
+                              "messages, without a system prompt")  # fmt: skip
+    return messages
+
+
 def turn_seed(seed: int, prompt: tuple[int, ...]) -> int:
     """The sampling seed of one turn: a function of the policy's seed and the prompt."""
     h = hashlib.sha256(f"{seed}:".encode() + b",".join(str(t).encode() for t in prompt))
@@ -42,6 +58,7 @@ class HFPolicy:
         self.name = f"hf:{config.path}"
         self.view = resolve_view(recorded_view(config.path), config.view, str(config.path))
         self.engine = engine or shared_engine(config)
+        self.example = read_example(config.example) if config.example is not None else []
 
     def batcher(self) -> Batcher:
         """The batcher of this engine on the running event loop."""
@@ -64,6 +81,9 @@ class HFPolicy:
         LocalModelError when the conversation no longer fits the model's context (the loop
         records it as the policy's failure)."""
         shown = apply_view(messages, self.view, tools)
+        if self.example:  # the worked episode between the system prompt and the task
+            opening = 1 if shown and shown[0].role == "system" else 0
+            shown = [*shown[:opening], *self.example, *shown[opening:]]
         prompt = self.engine.encode(
             shown, view_tools(tools, self.view), self.config.chat_template_kwargs
         )
