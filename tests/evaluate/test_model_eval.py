@@ -122,7 +122,7 @@ def test_distill_eval_writes_the_table_with_the_baseline_and_contamination(
     assert "## voucher" in md and "1 of 9 evaluation queries overlap" in md
 
 
-def test_accepted_calls_shown_ids_and_completion_count_what_the_environment_did(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
+def test_accepted_calls_shown_ids_and_completion_count_what_was_done(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
     from shopbench.agents.registry import make_policy
     from shopbench.evaluate.runner import run_evaluation
     from shopbench.records.trajectory import TerminationReason, ToolLogEntry
