@@ -250,9 +250,9 @@ def render_markdown(r: ExperimentReport) -> str:
         lines += ["", "Scripted baselines on the same tasks, limits and episode keys:", "",
                   "| policy | ASR | completion | accepted calls | shown ids |",
                   "|---|---:|---:|---:|---:|"]  # fmt: skip
-        for b in r.baselines:
-            m = b.table.metrics
-            lines.append(f"| {b.policy} | {_cell(m.get('asr'))} | {_cell(m.get('completion'))} "
+        for floor in r.baselines:
+            m = floor.table.metrics
+            lines.append(f"| {floor.policy} | {_cell(m.get('asr'))} | {_cell(m.get('completion'))} "
                          f"| {_cell(m.get('accepted_calls'))} | {_cell(m.get('shown_ids'))} |")
     mde = next((a.table for a in r.arms if a.arm == BASE), first).mde  # at the base's rate
     lines += [""] if r.baselines else []

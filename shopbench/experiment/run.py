@@ -450,7 +450,7 @@ def _evaluate(
     _play_heldout(config, stages, catalog, eval_key(config, arm, decoding), eval_config)
 
 
-PROMPTED = "prompted"
+PROMPTED: Arm = "prompted"
 EXAMPLE_FILE = "example.json"
 
 

@@ -279,12 +279,15 @@ def _follower(first: int, second: int, c: _Comparison, rules: CopyRules) -> Copy
     slower on most of those tasks (a relay cannot answer before the miner it relays), else
     the later registered."""
     timed = c.a_later + c.b_later
-    evidence = {"shared": c.shared, "same": c.same, "timed": timed}
+    shared, same = c.shared, c.same
     if timed >= rules.min_timed and c.a_later >= rules.min_later_share * timed:
-        return CopyGroup(uid=first, of_uid=second, later=c.a_later, by="timing", **evidence)
+        return CopyGroup(uid=first, of_uid=second, shared=shared, same=same, timed=timed,
+                         later=c.a_later, by="timing")  # fmt: skip
     if timed >= rules.min_timed and c.b_later >= rules.min_later_share * timed:
-        return CopyGroup(uid=second, of_uid=first, later=c.b_later, by="timing", **evidence)
-    return CopyGroup(uid=second, of_uid=first, later=c.b_later, **evidence)
+        return CopyGroup(uid=second, of_uid=first, shared=shared, same=same, timed=timed,
+                         later=c.b_later, by="timing")  # fmt: skip
+    return CopyGroup(uid=second, of_uid=first, shared=shared, same=same, timed=timed,
+                     later=c.b_later)  # fmt: skip
 
 
 def _digest(text: str) -> str:

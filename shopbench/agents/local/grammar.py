@@ -69,7 +69,8 @@ def argument_schema(
     """The JSON schema a constrained call holds argument `name` to; None when it can take no
     value this turn (an id argument with no id shown)."""
     kind = spec.get("type", "string")
-    description = spec.get("description") if isinstance(spec.get("description"), str) else ""
+    said = spec.get("description")
+    description: str = said if isinstance(said, str) else ""
     if name == "product_ids":
         if not products:
             return None
