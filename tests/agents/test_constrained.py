@@ -103,9 +103,9 @@ def test_a_random_model_constrained_makes_only_calls_the_environment_accepts(
     tools = _tools(env, task)
     engine = tiny_engine(tmp_path / "m", [json.dumps(tools), task.query, SEARCH], seed=3)
 
-    def play(decoding: str):  # type: ignore[no-untyped-def]
+    def play(decoding: str, **kept: int | bool):  # type: ignore[no-untyped-def]
         config = HFPolicyConfig(path=engine.path, max_new_tokens=160, decoding=decoding)
-        policy = HFPolicy(config, engine=HFEngine(engine.path))
+        policy = HFPolicy(config, engine=HFEngine(engine.path, **kept))  # type: ignore[arg-type]
         return asyncio.run(run_episode(env, task, policy, RunLimits(max_idle_turns=3),
                                        key=b"\x01" * 32))  # fmt: skip
 
@@ -117,3 +117,6 @@ def test_a_random_model_constrained_makes_only_calls_the_environment_accepts(
     turns = [m for m in constrained.messages if m.role == "assistant"]
     assert all(m.tool_calls for m in turns)  # every turn made a call
     assert calls[-1].name == "terminate" or len(turns) == constrained.turns
+    # With earlier turns' keys and values kept (as the experiment evaluates): the same turns.
+    kept = play("constrained", kv_tokens=200_000, buffered=True)
+    assert kept.messages == constrained.messages
