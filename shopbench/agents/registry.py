@@ -25,6 +25,7 @@ from shopbench.agents.reference import (
     CarefulPolicy,
     CarefulTersePolicy,
     CopycatPolicy,
+    FilteredFirstHitPolicy,
     FirstHitPolicy,
     GreedyPolicy,
     GuesserPolicy,
@@ -79,7 +80,7 @@ asking about everything), made by name; on every other task they are the careful
 so the default sets leave them out as they leave out its copies."""
 
 BASELINE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p for p in (FirstHitPolicy,)
+    p.name: p for p in (FirstHitPolicy, FilteredFirstHitPolicy)
 })
 """Floors a trained model is measured against (``first_hit``: the message searched, the first
 hit recommended), made by name and played as an experiment's baselines, but left out of every

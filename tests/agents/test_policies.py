@@ -396,3 +396,18 @@ def test_first_hit_searches_the_message_and_recommends_its_first_hit(
                 ("recommend_product", {"product_ids": first[0]["product_id"]}),
                 ("terminate", {"status": "success"}),
             ]
+
+
+def test_first_hit_filtered_searches_the_first_item_with_its_filters(
+    env: ShoppingEnv, tasks: list[Task]
+) -> None:
+    from shopbench.agents.reference.query_reading import read_query
+
+    products = [t for t in tasks if t.intent == "product"]
+    played = play_all(env, products, make_policy("first_hit_filtered", seed=0))
+    for task, t in zip(products, played, strict=True):
+        item = read_query(task.query).items[0]
+        search = t.tool_log[0]
+        assert search.name == "find_product" and search.arguments["q"] == item.phrase
+        assert ("price" in search.arguments) == (item.price is not None)
+        assert all(e.error is None for e in t.tool_log) and t.tool_log[-1].name == "terminate"

@@ -23,7 +23,7 @@ from shopbench.agents.reference.careful import (
     PresumerPolicy,
 )
 from shopbench.agents.reference.copies import CopycatPolicy, PadderPolicy
-from shopbench.agents.reference.first_hit import FirstHitPolicy
+from shopbench.agents.reference.first_hit import FilteredFirstHitPolicy, FirstHitPolicy
 from shopbench.agents.reference.greedy import GreedyPolicy
 from shopbench.agents.reference.guesser import GuesserPolicy, RandomPolicy
 from shopbench.agents.reference.liar import LiarPolicy
@@ -39,6 +39,7 @@ __all__ = [
     "CarefulPolicy",
     "CarefulTersePolicy",
     "CopycatPolicy",
+    "FilteredFirstHitPolicy",
     "FirstHitPolicy",
     "GreedyPolicy",
     "GuesserPolicy",

@@ -8,7 +8,9 @@ beat it, and a model that has learned only the call format and a four-turn scrip
 
 from __future__ import annotations
 
+from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.agents.reference.session import Session
 
 
 class FirstHitPolicy(ScriptedPolicy):
@@ -21,6 +23,34 @@ class FirstHitPolicy(ScriptedPolicy):
         results = yield Step(
             calls=[("find_product", {"q": ctx.query, "page": 1})],
             reasoning="Searching the customer's request as written.",
+        )
+        hits = results[0].hits if results else []
+        if hits:
+            yield Step(
+                calls=[("recommend_product", {"product_ids": hits[0].product_id})],
+                reasoning="Recommending the first result.",
+            )
+        yield Step(
+            calls=[("terminate", {"status": "success" if hits else "failure"})],
+            reasoning="Done.",
+        )
+
+
+class FilteredFirstHitPolicy(ScriptedPolicy):
+    """One search of the first item's words with its price and service filters; the first
+    hit recommended, unchecked."""
+
+    name = "first_hit_filtered"
+
+    def script(self, ctx: Context) -> Script:
+        """Read the request, search with its filters, recommend the first hit, terminate."""
+        items = read_query(ctx.query, knowledge=ctx.offers("web_search")).items
+        args = (
+            Session.search_args(items[0], items[0].phrase) if items else {"q": ctx.query, "page": 1}
+        )
+        results = yield Step(
+            calls=[("find_product", args)],
+            reasoning="Searching the request's item with its filters.",
         )
         hits = results[0].hits if results else []
         if hits:
