@@ -1,6 +1,6 @@
 """`shopbench arena` (a whole subnet on this machine) and `shopbench bench validator`.
 
-The arena's options come from its typed config (``template.arena_config``, plain pydantic);
+The arena's options come from its typed config (``template.arena.config``, plain pydantic);
 the subnet plumbing (the rest of ``template``, and through it bittensor) is imported only
 inside the commands, so the rest of the CLI never pays for it.
 """
@@ -18,7 +18,7 @@ from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
 from shopbench.commands import policy_flags
 from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
-from template.arena_config import ArenaConfig
+from template.arena.config import ArenaConfig
 
 _ARENA = Flags(ArenaConfig)
 
@@ -78,8 +78,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         take none."""
         from shopbench.commands.archive import serve_hint
         from shopbench.scoring.consensus import ConsensusConfig
-        from template.arena import ARCHIVE_DIR, parse_added, run_arena, validator_hotkey
-        from template.arena_view import QuietView, RichView
+        from template.arena.run import ARCHIVE_DIR, parse_added, run_arena, validator_hotkey
+        from template.arena.view import QuietView, RichView
 
         if print_hotkey:
             typer.echo(validator_hotkey())
@@ -130,7 +130,7 @@ def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: flo
     """The release's consensus parameters with the arena's overrides (ArenaError if refused)."""
     from pydantic import ValidationError
 
-    from template.arena_miners import ArenaError
+    from template.arena.miners import ArenaError
 
     curve = {k: v for k, v in (("exponent", exponent), ("burn", burn)) if v is not None}
     data = base.model_dump()

@@ -48,8 +48,8 @@ def serve_command(
     ),
 ) -> None:
     """Serve a fresh in-memory chain holding one subnet, producing blocks, until Ctrl-C."""
-    from template.chain.memory_server import MemoryChainConfig, serve_memory_chain
-    from template.chain.memory_state import SubnetParams
+    from template.chain.memory.server import MemoryChainConfig, serve_memory_chain
+    from template.chain.memory.state import SubnetParams
     from template.errors import ChainUnavailable
 
     params = SubnetParams(
@@ -86,8 +86,8 @@ def register_command(
     from bittensor import ChainError, RpcConnectionError
 
     from template.base.neuron import NeuronError
-    from template.chain.memory_admin import dev_wallet
-    from template.chain.memory_admin import register as register_on
+    from template.chain.memory.admin import dev_wallet
+    from template.chain.memory.admin import register as register_on
     from template.errors import ChainRejected, ChainUnavailable
 
     _checked(network)
@@ -118,7 +118,7 @@ def show_command(
     """Print the subnet on the development chain as JSON: neurons, weights, commits."""
     from bittensor import ChainError, RpcConnectionError
 
-    from template.chain.memory_admin import show
+    from template.chain.memory.admin import show
     from template.errors import ChainRejected, ChainUnavailable
 
     _checked(network)
@@ -132,7 +132,7 @@ def show_command(
 
 def _checked(network: str) -> None:
     """BadParameter unless `network` is a well-formed memory://HOST:PORT."""
-    from template.chain.memory_wire import parse_url
+    from template.chain.memory.wire import parse_url
 
     try:
         parse_url(network)

@@ -14,7 +14,7 @@ def _arena_config(options: dict[str, Any], out: Path) -> Any:
     from pydantic import ValidationError
 
     from shopbench.experiment.errors import ExperimentError
-    from template.arena_config import ArenaConfig
+    from template.arena.config import ArenaConfig
 
     try:
         return ArenaConfig.model_validate({**options, "out": out})
@@ -27,8 +27,8 @@ def _arena_config(options: dict[str, Any], out: Path) -> Any:
 
 def _play(options: dict[str, Any], out: Path) -> None:
     """Play the arena (the subnet layer, imported only when one is played)."""
-    from template.arena import run_arena
-    from template.arena_view import QuietView
+    from template.arena.run import run_arena
+    from template.arena.view import QuietView
 
     run_arena(_arena_config(options, out), QuietView())
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from shopbench.errors import ShopbenchError
 
 READY_TIMEOUT_S = 120.0
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class ArenaError(ShopbenchError):

@@ -32,15 +32,15 @@ from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import ShopbenchError
 from shopbench.records.task import INTENTS
 from shopbench.traces.annotations import ANNOTATIONS_DIR
-from template.arena_config import (
+from template.arena.config import (
     DEFAULT_POLICIES,
     AddedMiner,
     ArenaConfig,
     MinerRow,
     parse_added,
 )
-from template.arena_miners import ArenaError, MinerProcess, wait_all_ready
-from template.arena_view import ArenaObserver, QuietView
+from template.arena.miners import ArenaError, MinerProcess, wait_all_ready
+from template.arena.view import ArenaObserver, QuietView
 from template.base.config import (
     ClockConfig,
     ValidatorConfig,

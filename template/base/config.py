@@ -61,7 +61,7 @@ class SubtensorConfig(_Section):
     def _known_network(cls, value: str) -> str:
         from bittensor.settings import NETWORKS
 
-        from template.chain.memory_wire import is_memory_network, parse_url
+        from template.chain.memory.wire import is_memory_network, parse_url
 
         if is_memory_network(value):
             parse_url(value)  # ValueError naming the malformed address

@@ -109,11 +109,11 @@ def make_chain(wallet: Any, subtensor: SubtensorConfig, netuid: int) -> Any:
     ``memory://HOST:PORT``, a :class:`~template.chain.LocalChain` on a served in-memory
     chain (``shopbench chain serve``)."""
     from template.chain import BittensorChain, ChainConfig
-    from template.chain.memory_wire import is_memory_network, parse_url
+    from template.chain.memory.wire import is_memory_network, parse_url
 
     if is_memory_network(subtensor.network):
         from template.chain import LocalChain
-        from template.chain.memory_client import RemoteMemorySubstrate
+        from template.chain.memory.client import RemoteMemorySubstrate
 
         substrate = RemoteMemorySubstrate(parse_url(subtensor.network), signer=wallet.hotkey)
         return LocalChain(substrate, wallet, netuid, retries=2, retry_backoff_s=1.0)

@@ -10,8 +10,8 @@
 from template.chain.bittensor_chain import BittensorChain, typed_chain_error
 from template.chain.client import ChainClient, ChainConfig
 from template.chain.local import LocalChain
-from template.chain.memory import MemorySubstrate
-from template.chain.memory_state import SubnetParams, TimelockedCommit
+from template.chain.memory.state import SubnetParams, TimelockedCommit
+from template.chain.memory.substrate import MemorySubstrate
 from template.chain.model import Commitment, MetagraphView, NeuronView, WeightsReceipt
 
 __all__ = [

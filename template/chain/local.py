@@ -19,9 +19,9 @@ from bittensor.intents.weights import clip_to_max_weight, normalize
 
 from template.chain.bittensor_chain import BittensorChain
 from template.chain.client import ChainConfig
-from template.chain.memory import MemorySubstrate
-from template.chain.memory_client import RemoteMemorySubstrate
-from template.chain.memory_state import U16_MAX
+from template.chain.memory.client import RemoteMemorySubstrate
+from template.chain.memory.state import U16_MAX
+from template.chain.memory.substrate import MemorySubstrate
 from template.chain.model import WeightsReceipt
 from template.errors import ChainClientError
 

@@ -22,7 +22,7 @@ from shopbench.archive.signing import verify_trajectory
 from shopbench.archive.store import load_embargo, read_store
 from shopbench.catalog.layout import seed_hash
 from shopbench.commands import arena as arena_command
-from template.arena import AddedMiner, ArenaError, validator_hotkey
+from template.arena.run import AddedMiner, ArenaError, validator_hotkey
 from template.base.neuron import write_local_wallet
 from template.signing import HotkeyVerifier
 

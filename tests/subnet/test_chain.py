@@ -17,8 +17,8 @@ from template.chain import (
     MemorySubstrate,
     SubnetParams,
 )
-from template.chain.memory_client import RemoteMemorySubstrate
-from template.chain.memory_server import MemoryChainService, memory_chain_app
+from template.chain.memory.client import RemoteMemorySubstrate
+from template.chain.memory.server import MemoryChainService, memory_chain_app
 from template.errors import (
     ChainRejected,
     ChainUnavailable,

@@ -19,9 +19,9 @@ from bittensor import ChainError
 from shopbench.errors import ShopbenchError
 from template.base.config import SubtensorConfig
 from template.chain import LocalChain, MemorySubstrate, SubnetParams
-from template.chain.memory_client import RemoteMemorySubstrate
-from template.chain.memory_server import MemoryChainService, memory_chain_app
-from template.chain.memory_wire import (
+from template.chain.memory.client import RemoteMemorySubstrate
+from template.chain.memory.server import MemoryChainService, memory_chain_app
+from template.chain.memory.wire import (
     CHAIN_DOMAIN,
     MAX_BODY_BYTES,
     encode,

@@ -18,15 +18,15 @@ import pytest
 from bittensor import ChainError
 from test_memory_chain import signed
 
-from template.chain.memory_client import RemoteMemorySubstrate
-from template.chain.memory_server import (
+from template.chain.memory.client import RemoteMemorySubstrate
+from template.chain.memory.server import (
     MemoryChainConfig,
     MemoryChainService,
     WriteLimits,
     memory_chain_app,
     new_chain,
 )
-from template.chain.memory_state import SubnetParams
+from template.chain.memory.state import SubnetParams
 from template.signing import LocalWallet
 from template.transport.serve import BackgroundServer
 

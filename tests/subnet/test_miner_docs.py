@@ -15,7 +15,7 @@ import pytest
 
 from shopbench.catalog.store import build_catalog
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
-from template.arena_config import ArenaConfig
+from template.arena.config import ArenaConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "miner.md"

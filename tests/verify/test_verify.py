@@ -57,7 +57,7 @@ from shopbench.verify.diff import short
 from shopbench.verify.regrade import judgement
 from shopbench.verify.report import VerifyReport
 from shopbench.verify.run import TaskIndex, read_archive, verify_records
-from template.arena import VALIDATOR
+from template.arena.run import VALIDATOR
 from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
 pytestmark = pytest.mark.slow  # trains a model, plays an arena or drives a browser

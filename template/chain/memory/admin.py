@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from template.chain.memory_client import RemoteMemorySubstrate
-from template.chain.memory_wire import parse_url
+from template.chain.memory.client import RemoteMemorySubstrate
+from template.chain.memory.wire import parse_url
 
 
 def dev_wallet(name: str, hotkey: str, path: str, *, create: bool) -> Any:

@@ -19,9 +19,9 @@ from typing import Any
 import httpx
 from bittensor import Balance, ChainError, ExtrinsicResult, RpcConnectionError
 
-from template.chain.memory_facts import FixedChainFacts
-from template.chain.memory_state import SubnetParams
-from template.chain.memory_wire import CHAIN_DOMAIN, WireError, decode, encode, write_payload
+from template.chain.memory.facts import FixedChainFacts
+from template.chain.memory.state import SubnetParams
+from template.chain.memory.wire import CHAIN_DOMAIN, WireError, decode, encode, write_payload
 from template.signing import HotkeySigner
 
 _TIMEOUT = httpx.Timeout(10.0, connect=3.0)

@@ -3,8 +3,8 @@
 :class:`FixedChainFacts` holds the ``Substrate`` methods whose answers follow from the head
 alone (block hashes, headers, the new-heads stream) or are constants of the in-memory chain
 (no fees, no weight, no MEV key, an unchanging runtime), for
-:class:`~template.chain.memory.MemorySubstrate` and
-:class:`~template.chain.memory_client.RemoteMemorySubstrate` alike.
+:class:`~template.chain.memory.substrate.MemorySubstrate` and
+:class:`~template.chain.memory.client.RemoteMemorySubstrate` alike.
 """
 
 from __future__ import annotations

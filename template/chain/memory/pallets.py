@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from template.chain.memory_state import (
+from template.chain.memory.state import (
     RAO_PER_UNIT,
     U16_MAX,
     ChainState,

@@ -5,7 +5,7 @@
 each reaches it with ``--subtensor.network memory://HOST:PORT`` and drives it through the
 SDK's own intents, exactly as the arena's in-process chain is driven.
 
-Reads are open. Every write is a :class:`~template.chain.memory_wire.SignedWrite`,
+Reads are open. Every write is a :class:`~template.chain.memory.wire.SignedWrite`,
 checked here before anything runs: the signature of the signer's key over the write, and
 a nonce above the signer's last, so a process can write only as a key it holds and no
 write can be replayed. ``register`` is signed by the coldkey that owns the hotkey it names;
@@ -38,9 +38,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from template.chain.memory import MemorySubstrate
-from template.chain.memory_state import SubnetParams
-from template.chain.memory_wire import (
+from template.chain.memory.state import SubnetParams
+from template.chain.memory.substrate import MemorySubstrate
+from template.chain.memory.wire import (
     CHAIN_DOMAIN,
     MAX_BODY_BYTES,
     READS,
@@ -53,7 +53,7 @@ from template.chain.memory_wire import (
 )
 from template.signing import HotkeyVerifier, is_ss58, keypair_from_name
 
-log = logging.getLogger("template.chain.memory_server")
+log = logging.getLogger("template.chain.memory.server")
 
 
 class WriteLimits(BaseModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from template.chain.memory_state import MECHANISM_STRIDE, ChainState, Subnet
+from template.chain.memory.state import MECHANISM_STRIDE, ChainState, Subnet
 
 Read = Callable[[ChainState, list[Any]], Any]
 MapRead = Callable[[ChainState, list[Any]], list[tuple[Any, Any]]]

@@ -28,9 +28,9 @@ from typing import Any
 
 from bittensor import Balance, ChainError, ExtrinsicResult, RpcConnectionError
 
-from template.chain import memory_pallets, memory_storage
-from template.chain.memory_facts import FixedChainFacts, hash_of
-from template.chain.memory_state import (
+from template.chain.memory import pallets, storage
+from template.chain.memory.facts import FixedChainFacts, hash_of
+from template.chain.memory.state import (
     RAO_PER_UNIT,
     ChainState,
     DispatchError,
@@ -125,7 +125,7 @@ class MemorySubstrate(FixedChainFacts):
         """Produce `blocks` empty blocks (running due epochs and reveals); returns the head."""
         with self._lock:
             for _ in range(blocks):
-                memory_pallets.next_block(self._state)
+                pallets.next_block(self._state)
             return self._state.block
 
     def escrow_reveal(self, netuid: int, hotkey: str, uids: list[int], values: list[int]) -> None:
@@ -182,7 +182,7 @@ class MemorySubstrate(FixedChainFacts):
         with self._lock:
             return list(self._subnet(netuid).commits)
 
-    # The dev chain's async surface (the same on a served chain: memory_client) ------
+    # The dev chain's async surface (the same on a served chain: memory/client.py) ------
 
     async def subnet_params(self, netuid: int) -> SubnetParams:
         """:meth:`params`, as the served chain answers it."""
@@ -252,7 +252,7 @@ class MemorySubstrate(FixedChainFacts):
         block_hash: str | None = None,
     ) -> Any:
         self._enter()
-        read = memory_storage.QUERIES.get((module, storage_function))
+        read = storage.QUERIES.get((module, storage_function))
         if read is None:
             raise self._unmodelled("storage", module, storage_function)
         with self._lock:
@@ -271,7 +271,7 @@ class MemorySubstrate(FixedChainFacts):
         block_hash: str | None = None,
     ) -> list[tuple[Any, Any]]:
         self._enter()
-        read = memory_storage.QUERY_MAPS.get((module, storage_function))
+        read = storage.QUERY_MAPS.get((module, storage_function))
         if read is None:
             raise self._unmodelled("storage map", module, storage_function)
         with self._lock:
@@ -290,7 +290,7 @@ class MemorySubstrate(FixedChainFacts):
         self, api: str, method: str, params: list, block_hash: str | None = None
     ) -> Any:
         self._enter()
-        call = memory_storage.RUNTIME_CALLS.get((api, method))
+        call = storage.RUNTIME_CALLS.get((api, method))
         if call is None:
             raise self._unmodelled("runtime API", api, method)
         with self._lock:
@@ -313,7 +313,7 @@ class MemorySubstrate(FixedChainFacts):
     async def compose(self, call: Any) -> Any:
         module, function, params = call
         try:
-            memory_pallets.validate_call(module, function, params)
+            pallets.validate_call(module, function, params)
         except (ValueError, KeyError, TypeError) as e:
             raise ChainError(f"cannot encode {module}.{function}: {e}") from None
         return call
@@ -335,13 +335,13 @@ class MemorySubstrate(FixedChainFacts):
         """Include `call`, signed by `keypair`, in a new block; the typed outcome."""
         self._enter()
         module, function, params = call
-        handler = memory_pallets.HANDLERS.get((module, function))
+        handler = pallets.HANDLERS.get((module, function))
         if handler is None:
             raise self._unmodelled("call", module, function)
         origin = keypair.ss58_address
         with self._lock:
             if not self.timed_blocks:
-                memory_pallets.next_block(self._state)
+                pallets.next_block(self._state)
             block = self._state.block
             index = self._in_block[block] = self._in_block.get(block, 0) + 1
             if len(self._in_block) > 64:
