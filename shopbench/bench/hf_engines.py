@@ -1,5 +1,6 @@
 """Benchmark of the engine settings an ``hf:`` model can be evaluated with: the weights'
-dtype (float32, or int8 by dynamic quantization) and torch's CPU threads.
+dtype (float32, or int8 by dynamic quantization) and torch's CPU threads, or the
+onnxruntime-genai engine over the model's float32 export (``onnx:THREADS``).
 
 The same product tasks are played by the same model, greedily, several episodes at once,
 once per setting, in one run, with the keys and values kept across turns as the
@@ -24,35 +25,44 @@ from shopbench.errors import ShopbenchError
 from shopbench.records.trajectory import Trajectory
 
 Dtype = Literal["float32", "bfloat16", "int8"]
-SETTING = re.compile(r"^(float32|bfloat16|int8):([1-9][0-9]?)(:buffered)?$")
+Engine = Literal["transformers", "onnxruntime-genai"]
+SETTING = re.compile(r"^(float32|bfloat16|int8|onnx):([1-9][0-9]?)(:buffered)?$")
+ONNX = "onnx"
+"""The setting's first part that names the onnxruntime-genai engine (float32)."""
 
 
 class EngineSetting(BaseModel):
-    """One way to run the model: its weights' dtype, torch's threads, and whether the
-    key-value cache is buffered (written in place) rather than concatenated."""
+    """One way to run the model: the engine, its weights' dtype, its threads, and whether
+    the transformers engine's key-value cache is buffered (written in place) rather than
+    concatenated."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    engine: Engine = "transformers"
     dtype: Dtype
     threads: int = Field(ge=1, le=99)
     buffered: bool = False
 
     @classmethod
     def parse(cls, text: str) -> EngineSetting:
-        """``DTYPE:THREADS[:buffered]`` (``float32:2``, ``int8:1``, ``float32:2:buffered``);
-        ShopbenchError when malformed."""
+        """``DTYPE:THREADS[:buffered]`` (``float32:2``, ``int8:1``, ``float32:2:buffered``)
+        or ``onnx:THREADS``; ShopbenchError when malformed."""
         found = SETTING.match(text.strip())
-        if found is None:
+        if found is None or (found.group(1) == ONNX and found.group(3) is not None):
             raise ShopbenchError(
                 f"engine setting {text!r}: give DTYPE:THREADS[:buffered], DTYPE float32, "
-                "bfloat16 or int8 (e.g. float32:2, float32:2:buffered)"
+                "bfloat16 or int8, or onnx:THREADS (e.g. float32:2, float32:2:buffered, onnx:2)"
             )
+        if found.group(1) == ONNX:
+            return cls(engine="onnxruntime-genai", dtype="float32", threads=int(found.group(2)))
         return cls(dtype=found.group(1), threads=int(found.group(2)),  # type: ignore[arg-type]
                    buffered=found.group(3) is not None)  # fmt: skip
 
     @property
     def name(self) -> str:
         """The setting as it was given."""
+        if self.engine == "onnxruntime-genai":
+            return f"{ONNX}:{self.threads}"
         return f"{self.dtype}:{self.threads}" + (":buffered" if self.buffered else "")
 
 
@@ -72,6 +82,10 @@ class EnginesBenchConfig(BaseModel):
     max_idle_turns: int = Field(default=2, ge=1, description="idle turns that end an episode")
     concurrency: int = Field(default=8, ge=1, description="episodes played at once")
     kv_tokens: int = Field(default=65_536, ge=0, description="keys and values kept (0: none)")
+    onnx_dir: Path | None = Field(
+        default=None, description="the onnx settings' onnxruntime-genai folder (None: the "
+        "model's onnx folder, as `shopbench distill export-onnx` writes it)",
+    )  # fmt: skip
 
 
 class EngineFigure(PlayedFigure):
@@ -112,6 +126,7 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
 
     from shopbench.agents.local.config import HFPolicyConfig
     from shopbench.agents.local.engine import HFEngine
+    from shopbench.agents.local.ort_engine import ORTEngine
     from shopbench.agents.local.policy import HFPolicy
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
@@ -125,12 +140,17 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
     reference: list[Trajectory] = []
     try:
         for setting in cfg.settings:
-            engine = HFEngine(cfg.model, dtype=setting.dtype, threads=setting.threads,
-                              kv_tokens=cfg.kv_tokens, buffered=setting.buffered)  # fmt: skip
+            engine: HFEngine | ORTEngine
+            if setting.engine == "onnxruntime-genai":
+                engine = ORTEngine(cfg.model, onnx_dir=cfg.onnx_dir, threads=setting.threads)
+            else:
+                engine = HFEngine(cfg.model, dtype=setting.dtype, threads=setting.threads,
+                                  kv_tokens=cfg.kv_tokens, buffered=setting.buffered)  # fmt: skip
             policy = HFPolicy(
                 HFPolicyConfig(path=cfg.model, max_new_tokens=cfg.max_tokens, view=cfg.view,
                                max_batch=cfg.concurrency, dtype=setting.dtype,
-                               buffered_cache=setting.buffered),
+                               buffered_cache=setting.buffered, engine=setting.engine,
+                               onnx_dir=cfg.onnx_dir),
                 engine=engine,
             )  # fmt: skip
             start = time.perf_counter()

@@ -21,7 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.agents.local.engine import GenRequest, HFEngine
+from shopbench.agents.local.engine import HFEngine
+from shopbench.agents.local.request import GenRequest
 from shopbench.chat import ChatMessage
 from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3, train_tiny_tokenizer
 from shopbench.env.prompts import load_system_prompt

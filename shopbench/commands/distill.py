@@ -1,4 +1,4 @@
-"""`shopbench distill build|stats|train|prepare` and `shopbench bench distill`.
+"""`shopbench distill build|stats|train|prepare|export-onnx` and `shopbench bench distill`.
 
 The options come from the typed configs (:class:`~shopbench.distill.dataset.BuildConfig`,
 :class:`~shopbench.distill.config.TrainConfig`); torch, transformers and TRL are imported
@@ -174,6 +174,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     from shopbench.commands.distill_experiment import register_experiment
 
     register_experiment(distill_app)
+    from shopbench.commands.distill_onnx import register_onnx
+
+    register_onnx(distill_app)
     app.add_typer(distill_app, name="distill")
 
     from shopbench.bench.distill import DistillBenchConfig

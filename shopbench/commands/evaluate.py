@@ -190,7 +190,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         tasks: Path = typer.Option(..., "--tasks", help="task file (its product tasks)"),
         settings: list[str] = typer.Option(
             ["float32:2", "float32:1", "int8:2"], "--setting",
-            help="DTYPE:THREADS[:buffered] to play with (repeat); the first is the reference",
+            help="DTYPE:THREADS[:buffered], or onnx:THREADS for the onnxruntime-genai engine, "
+            "to play with (repeat); the first is the reference",
+        ),
+        onnx_dir: Path | None = typer.Option(
+            None, "--onnx-dir", help="onnxruntime-genai folder of the onnx settings (default: "
+            "the model's onnx folder, as distill export-onnx writes it)",
         ),
         view: str | None = typer.Option(None, "--view", help="view (default: the model's)"),
         episodes: int = typer.Option(8, "--episodes", min=1, help="episodes per setting"),
@@ -202,7 +207,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         concurrency: int = typer.Option(8, "--concurrency", min=1, help="episodes at once"),
         as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
     ) -> None:
-        """Episodes/s of an hf: model per dtype and thread count, each against the first."""
+        """Episodes/s of an hf: model per engine, dtype and thread count, each against the
+        first."""
         from shopbench.bench.hf_engines import EnginesBenchConfig, EngineSetting
         from shopbench.bench.hf_engines import run as run_engines
 
@@ -210,7 +216,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             model=model, catalog=catalog, tasks=tasks,
             settings=[EngineSetting.parse(s) for s in settings], view=view,
             episodes=episodes, max_turns=max_turns, max_tokens=max_tokens,
-            max_idle_turns=max_idle_turns, concurrency=concurrency,
+            max_idle_turns=max_idle_turns, concurrency=concurrency, onnx_dir=onnx_dir,
         ))  # fmt: skip
         data = result.model_dump(mode="json")
         typer.echo(json.dumps(data, sort_keys=True) if as_json else json.dumps(data, indent=2))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from shopbench.agents.local.engine import GenRequest, GenResult
+from shopbench.agents.local.request import GenRequest, GenResult
 
 
 class Generator(Protocol):

@@ -39,6 +39,19 @@ class HFPolicyConfig(BaseModel):
         default=20.0, ge=0,
         description="how long the first pending turn waits for others to join its batch",
     )  # fmt: skip
+    engine: Literal["transformers", "onnxruntime-genai"] = Field(
+        default="transformers",
+        description="the runtime that computes the logits: transformers (torch), or "
+        "onnxruntime-genai over the folder `shopbench distill export-onnx` writes (float32, "
+        "CPU; about 2x the tokens/s of transformers on SmolLM2; dtype, prefix_cache, "
+        "kv_cache_tokens and buffered_cache are the transformers engine's)",
+    )  # fmt: skip
+    onnx_dir: Path | None = Field(
+        default=None,
+        description="the onnxruntime-genai folder of engine onnxruntime-genai (None: the "
+        "model directory's `onnx` folder, where `shopbench distill export-onnx` writes by "
+        "default)",
+    )  # fmt: skip
     dtype: Literal["float32", "bfloat16", "float16", "int8"] = Field(
         default="float32",
         description="dtype the weights are loaded in; int8: float32, every linear layer's "

@@ -8,7 +8,10 @@ rows take the argmax; sampled rows draw with temperature and top-p from their ow
 ``torch.Generator`` inside a logits processor, so a row's tokens depend on its prompt and
 seed alone, never on which other rows shared its batch.
 
-torch and transformers are imported when an engine is made, not before.
+torch and transformers are imported when an engine is made, not before. The tokenizer's side
+(prompt ids, stop ids, reply text, the logits processors) is :mod:`.text`'s, shared with the
+onnxruntime-genai engine (:mod:`.ort_engine`), which :func:`shared_engine` picks by the
+config's ``engine``.
 """
 
 from __future__ import annotations
@@ -17,60 +20,25 @@ import gc
 import inspect
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shopbench.agents.errors import LocalModelError
-from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
-from shopbench.agents.format.render import render_prompt
-from shopbench.agents.format.tokens import REPLY_TOKENS
 from shopbench.agents.local.config import HFPolicyConfig, check_model_dir
 from shopbench.agents.local.kvstore import KVEntry, KVStore
-from shopbench.chat import ChatMessage
+from shopbench.agents.local.request import EngineStats as EngineStats
+from shopbench.agents.local.request import GenRequest as GenRequest  # where callers import it
+from shopbench.agents.local.request import GenResult as GenResult
+from shopbench.agents.local.text import EngineText
+
+if TYPE_CHECKING:
+    from shopbench.agents.local.ort_engine import ORTEngine
 
 MIN_CACHED_PREFIX = 32
 """Shared prompt tokens below which no prefix cache is computed or reused."""
-_END_OF_TURN = (TURN_CLOSE, "<|eot_id|>", END_OF_TEXT)  # ChatML's, Llama 3's, the document's
 
 
-@dataclass(frozen=True, slots=True)
-class GenRequest:
-    """One turn to generate: the prompt's token ids and how to decode it."""
-
-    prompt: tuple[int, ...]
-    max_new_tokens: int
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    grammar: str | None = None
-    """A Lark grammar the turn is decoded under (:mod:`shopbench.agents.local.grammar`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GenResult:
-    """One generated turn: its text (end-of-turn token removed) and its token counts."""
-
-    text: str
-    new_tokens: int
-    prompt_tokens: int
-    finished: bool
-    """True when the model ended its turn; False when the token limit cut it."""
-
-
-@dataclass(slots=True)
-class EngineStats:
-    """What an engine has generated so far (read by the bench)."""
-
-    calls: int = 0
-    rows: int = 0
-    new_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    """Prompt tokens served from the shared-prefix cache instead of being processed."""
-    seconds: float = 0.0
-
-
-class HFEngine:
+class HFEngine(EngineText):
     """A model directory loaded with transformers: its tokenizer, its model, its stop ids."""
 
     def __init__(
@@ -85,7 +53,6 @@ class HFEngine:
         hf_logging.disable_progress_bar()  # the commands draw their own progress
         if threads is not None:
             torch.set_num_threads(threads)
-        self.path = path
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path))
             self.model = AutoModelForCausalLM.from_pretrained(
@@ -96,16 +63,11 @@ class HFEngine:
         self.model.eval()
         if dtype == "int8":
             self.model = _quantized(self.model)
-        self.stop_ids = self._stop_ids()
-        pad = self.tokenizer.pad_token_id
-        self.pad_id = int(pad) if pad is not None else min(self.stop_ids)
+        configured_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        self._load_text(path, self.tokenizer, configured_eos)
         self.max_positions = int(
             getattr(self.model.config, "max_position_embeddings", 0) or 1 << 30
         )
-        specials = set(self.tokenizer.all_special_tokens) | {
-            t.content for t in self.tokenizer.added_tokens_decoder.values() if t.special
-        }
-        self._strip = sorted(t for t in specials if t and t not in REPLY_TOKENS)
         self._lock = threading.Lock()
         self.stats = EngineStats()
         # Every episode's prompt opens with the same system prompt and tool schemas: their
@@ -124,32 +86,6 @@ class HFEngine:
         # With kept keys and values, each call's cache may write generated tokens into room
         # set aside instead of concatenating at every step (buffered_cache.py).
         self.buffered = buffered
-        self._grammar_tokenizer: Any = None
-
-    def _stop_ids(self) -> frozenset[int]:
-        ids: set[int] = set()
-        configured = getattr(self.model.generation_config, "eos_token_id", None)
-        if isinstance(configured, int):
-            ids.add(configured)
-        elif isinstance(configured, list | tuple):
-            ids.update(int(i) for i in configured)
-        if self.tokenizer.eos_token_id is not None:
-            ids.add(int(self.tokenizer.eos_token_id))
-        vocab = self.tokenizer.get_vocab()
-        ids.update(vocab[t] for t in _END_OF_TURN if t in vocab)
-        if not ids:
-            raise LocalModelError(f"{self.path}: the tokenizer names no end-of-turn token")
-        return frozenset(ids)
-
-    def encode(
-        self,
-        messages: list[ChatMessage],
-        tools: list[dict[str, Any]],
-        template_kwargs: dict[str, Any] | None = None,
-    ) -> tuple[int, ...]:
-        """The prompt's token ids for the next assistant turn."""
-        text = render_prompt(self.tokenizer, messages, tools, template_kwargs or {})
-        return tuple(self.tokenizer.encode(text, add_special_tokens=False))
 
     def generate(self, requests: list[GenRequest]) -> list[GenResult]:
         """Generate every request in one batch; results in the requests' order."""
@@ -278,28 +214,6 @@ class HFEngine:
         self.stats.seconds += time.perf_counter() - start
         return results
 
-    def _processors(self, requests: list[GenRequest]) -> Any:
-        """The logits processors of a batch: each constrained row's grammar first, then each
-        sampled row's draw."""
-        from transformers import LogitsProcessorList
-
-        processors = LogitsProcessorList()
-        if any(r.grammar is not None for r in requests):
-            from shopbench.agents.local.grammar import GrammarMask
-
-            processors.append(GrammarMask(self.grammar_tokenizer(), [r.grammar for r in requests]))
-        if any(r.temperature > 0 for r in requests):
-            processors.append(_RowSampler(requests))
-        return processors
-
-    def grammar_tokenizer(self) -> Any:
-        """The tokenizer constrained decoding reads (built on first use, then kept)."""
-        if self._grammar_tokenizer is None:
-            from shopbench.agents.local.grammar import GrammarTokenizer
-
-            self._grammar_tokenizer = GrammarTokenizer(self.tokenizer, self.stop_ids)
-        return self._grammar_tokenizer
-
     def _keep_shared_opening(self, requests: list[GenRequest], matched: list[int]) -> None:
         """When rows of a batch share an opening longer than anything kept matches (new
         episodes' system prompt and tools), compute it once and keep it."""
@@ -388,21 +302,6 @@ class HFEngine:
             )
         return cache
 
-    def _result(self, request: GenRequest, tokens: list[int]) -> GenResult:
-        tokens = tokens[: request.max_new_tokens]
-        end = next((i for i, t in enumerate(tokens) if t in self.stop_ids), None)
-        kept = tokens if end is None else tokens[:end]
-        text = self.tokenizer.decode(kept, skip_special_tokens=False)
-        for special in self._strip:
-            text = text.replace(special, "")
-        return GenResult(
-            text=text,
-            new_tokens=len(kept) + (0 if end is None else 1),
-            prompt_tokens=len(request.prompt),
-            finished=end is not None,
-        )
-
-
 def _quantized(model: Any) -> Any:
     """`model` with every linear layer's weights in int8, scaled per tensor, and its
     activations quantized on the fly (torch's dynamic quantization; CPU only). The
@@ -426,47 +325,30 @@ def _common_prefix(prompts: list[tuple[int, ...]], limit: int) -> int:
     return n
 
 
-class _RowSampler:
-    """Temperature and top-p sampling per row with the row's own generator; greedy rows
-    are left for the argmax. The drawn token is the only one left finite."""
-
-    def __init__(self, requests: list[GenRequest]) -> None:
-        import torch
-
-        self._requests = requests
-        self._generators = [
-            torch.Generator().manual_seed(r.seed) if r.temperature > 0 else None
-            for r in requests
-        ]
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        import torch
-
-        out = scores.clone()
-        for i, (r, g) in enumerate(zip(self._requests, self._generators, strict=True)):
-            if g is None:
-                continue
-            probs = torch.softmax(scores[i].float() / r.temperature, dim=-1)
-            if r.top_p < 1.0:
-                ordered, order = torch.sort(probs, descending=True)
-                keep = torch.cumsum(ordered, dim=-1) - ordered < r.top_p
-                probs = torch.zeros_like(probs).scatter(0, order[keep], ordered[keep])
-            token = int(torch.multinomial(probs, 1, generator=g).item())
-            out[i] = float("-inf")
-            out[i, token] = 0.0
-        return out
-
-
-_ENGINES: dict[tuple[str, str, int | None, bool, int, bool], HFEngine] = {}
+_ENGINES: dict[tuple[object, ...], HFEngine | ORTEngine] = {}
 _ENGINES_LOCK = threading.Lock()
 
 
-def shared_engine(config: HFPolicyConfig) -> HFEngine:
+def shared_engine(config: HFPolicyConfig) -> HFEngine | ORTEngine:
     """The engine of `config`'s model directory, loaded once per process and shared by every
-    policy over it (the K samples of an evaluation share one model and one batcher)."""
+    policy over it (the K samples of an evaluation share one model and one batcher): the
+    transformers engine, or the onnxruntime-genai one over the folder ``shopbench distill
+    export-onnx`` wrote (``engine: onnxruntime-genai``)."""
+    if config.engine == "onnxruntime-genai":
+        from shopbench.agents.local.ort_engine import ORTEngine, onnx_folder
+
+        folder = onnx_folder(config.path, config.onnx_dir)
+        key: tuple[object, ...] = (config.engine, str(folder.resolve()), config.threads)
+        with _ENGINES_LOCK:
+            found = _ENGINES.get(key)
+            if found is None:
+                found = _ENGINES[key] = ORTEngine(
+                    config.path, onnx_dir=config.onnx_dir, threads=config.threads
+                )
+            return found
     key = (
-        str(config.path.resolve()), config.dtype, config.threads, config.prefix_cache,
-        config.kv_cache_tokens, config.buffered_cache,
+        config.engine, str(config.path.resolve()), config.dtype, config.threads,
+        config.prefix_cache, config.kv_cache_tokens, config.buffered_cache,
     )  # fmt: skip
     with _ENGINES_LOCK:
         engine = _ENGINES.get(key)

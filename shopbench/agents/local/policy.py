@@ -21,8 +21,10 @@ from shopbench.agents.format.parse import parse_generation
 from shopbench.agents.format.views import apply_view, recorded_view, resolve_view, view_tools
 from shopbench.agents.local.batcher import Batcher
 from shopbench.agents.local.config import HFPolicyConfig
-from shopbench.agents.local.engine import GenRequest, HFEngine, shared_engine
+from shopbench.agents.local.engine import HFEngine, shared_engine
 from shopbench.agents.local.grammar import reply_grammar
+from shopbench.agents.local.ort_engine import ORTEngine
+from shopbench.agents.local.request import GenRequest
 from shopbench.chat import AssistantMessage, ChatMessage
 
 _BATCHERS: weakref.WeakKeyDictionary[
@@ -51,9 +53,12 @@ def turn_seed(seed: int, prompt: tuple[int, ...]) -> int:
 
 
 class HFPolicy:
-    """An agent over a local model directory, played with transformers."""
+    """An agent over a local model directory, played with transformers or onnxruntime-genai
+    (the config's ``engine``)."""
 
-    def __init__(self, config: HFPolicyConfig, *, engine: HFEngine | None = None) -> None:
+    def __init__(
+        self, config: HFPolicyConfig, *, engine: HFEngine | ORTEngine | None = None
+    ) -> None:
         self.config = config
         self.name = f"hf:{config.path}"
         self.view = resolve_view(recorded_view(config.path), config.view, str(config.path))

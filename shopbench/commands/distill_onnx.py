@@ -1,0 +1,26 @@
+"""`shopbench distill export-onnx`: a model directory's onnxruntime-genai folder, which the
+local-weights policy plays with ``engine: onnxruntime-genai``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register_onnx(distill_app: typer.Typer) -> None:
+    """Add `export-onnx` to the distill group."""
+
+    @distill_app.command("export-onnx")
+    def export_onnx_command(
+        model: Path = typer.Option(..., "--model", help="model directory (hf:PATH's PATH)"),
+        out: Path | None = typer.Option(
+            None, "--out", help="folder to write (default: the model directory's onnx folder, "
+            "where engine onnxruntime-genai looks)",
+        ),  # fmt: skip
+    ) -> None:
+        """Export a model directory to onnxruntime-genai (float32, CPU), offline."""
+        from shopbench.agents.local.ort_engine import export_onnx
+
+        folder = export_onnx(model, out)  # a LocalModelError is the CLI's one-line error
+        typer.echo(f"wrote the onnxruntime-genai model to {folder}")
