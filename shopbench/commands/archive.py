@@ -17,11 +17,11 @@ from typing import Any
 
 import typer
 
+from shopbench.archive.annotations.model import MAX_PER_ANNOTATOR
 from shopbench.archive.errors import ArchiveError
 from shopbench.archive.remote import ArchiveSource
 from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
-from shopbench.traces.annotations import MAX_PER_ANNOTATOR
 from shopbench.traces.api.config import ApiConfig
 
 archive_app = typer.Typer(help="The older name of `shopbench traces serve`.",
@@ -32,7 +32,7 @@ _API = Flags(ApiConfig)
 def _pulled(source: ArchiveSource, cache: Path | None) -> Path:
     """The source (a URL) pulled and verified into the cache folder; BadParameter without
     ``--validator``."""
-    from shopbench.archive.pull import pull
+    from shopbench.archive.pull.run import pull
     from shopbench.commands.traces_pull import say_pull_problems
     from template.signing import HotkeyVerifier
 

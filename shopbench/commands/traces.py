@@ -70,7 +70,7 @@ def _read_source(  # type: ignore[no-untyped-def]
     from shopbench.archive.query import query, sealed_shards
     from shopbench.archive.reader import Trust, list_archive
     from shopbench.archive.store import LIFTED_WARNING, load_embargo
-    from shopbench.traces.cards import ExportSource
+    from shopbench.traces.export_card import ExportSource
 
     embargo = load_embargo(directory).view()
     if embargo.lifted:
@@ -163,7 +163,7 @@ def export_command(
         spec = export_format(fmt)
     except SinkError as e:
         raise typer.BadParameter(str(e), param_hint="--format") from None
-    from shopbench.traces.cards import write_export_card
+    from shopbench.traces.export_card import write_export_card
 
     table, source = _read_source(directory, filters or TraceFilter(), signed_by)
     written = export(table, spec.name, out)
@@ -179,7 +179,7 @@ def _export_annotations(  # type: ignore[no-untyped-def]
     """The verified annotations of the exported episodes, beside the export (the file and
     how many, None when there are none); each line that does not verify is named on stderr
     and left out."""
-    from shopbench.traces.annotations import read_annotations
+    from shopbench.archive.annotations.read import read_annotations
     from shopbench.traces.export import annotations_path, export_annotations
     from template.signing import HotkeyVerifier
 

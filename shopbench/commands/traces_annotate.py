@@ -3,7 +3,7 @@
 An annotation is signed with the annotator's hotkey, the wallet named as the neurons name
 theirs (``--wallet.name``, ``--wallet.hotkey``, ``--wallet.path``; the defaults are
 ``template.base.config.WalletConfig``'s), and appended to
-``<root>/_annotations/<hotkey>.jsonl`` (:mod:`shopbench.traces.annotations`); the archive's
+``<root>/_annotations/<hotkey>.jsonl`` (:mod:`shopbench.archive.annotations`); the archive's
 shards and manifests are never touched. Listing verifies every line with the hotkey
 verifier and names each line it does not show; a line repeating an annotation already read
 is listed once (the count of repeats said on stderr), and past the cap on one annotator's
@@ -19,8 +19,9 @@ from typing import Any
 
 import typer
 
+from shopbench.archive.annotations.model import LABELS, MAX_NOTE_CHARS
 from shopbench.archive.errors import AnnotationRefused
-from shopbench.traces.annotations import LABELS, MAX_NOTE_CHARS, AnnotationSettings
+from shopbench.traces.annotations import AnnotationSettings
 
 _ROOT_HELP = "archive root (the store's directory, or a pulled folder)"
 _CAP = AnnotationSettings.model_fields["max_per_annotator"]
@@ -64,13 +65,10 @@ def annotate_command(
     wallet_path: str | None = typer.Option(None, "--wallet.path", help="directory of wallets"),
 ) -> None:
     """Sign a label (and note) on an episode or one of its turns, stored beside the archive."""
-    from shopbench.traces.annotations import (
-        RETRACT,
-        annotate,
-        append_annotation,
-        read_annotations,
-        records_by_id,
-    )
+    from shopbench.archive.annotations.append import append_annotation
+    from shopbench.archive.annotations.model import RETRACT, annotate
+    from shopbench.archive.annotations.read import read_annotations
+    from shopbench.traces.annotations import records_by_id
 
     if (label is None) == (retract is None):
         raise typer.BadParameter("give --label, or --retract ID", param_hint="--label")
@@ -101,7 +99,8 @@ def annotations_command(
     ),
 ) -> None:
     """List the annotations, each verified; lines that fail are named on stderr (exit 1)."""
-    from shopbench.traces.annotations import bound, read_annotations, records_by_id
+    from shopbench.archive.annotations.read import read_annotations
+    from shopbench.traces.annotations import bound, records_by_id
 
     settings = AnnotationSettings(max_per_annotator=max_per_annotator)
     read = read_annotations(root, _verifier(), annotators=annotator)

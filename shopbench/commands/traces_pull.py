@@ -24,7 +24,7 @@ from shopbench.commands.blocks import (
 )
 
 if TYPE_CHECKING:
-    from shopbench.archive.pull import PullReport
+    from shopbench.archive.pull.report import PullReport
 
 _AGE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -71,7 +71,8 @@ def pull_command(
     intact shard, and exit 1 naming what was refused, withheld or failed. The head's age is
     printed; with --max-head-age an older head is refused before anything is written. A
     symbolic link where the pull would write in --out, or in a source folder, is refused."""
-    from shopbench.archive.pull import PullFilters, pull
+    from shopbench.archive.pull.run import pull
+    from shopbench.archive.pull.source import PullFilters
     from shopbench.commands.progress import progress_bar
     from template.signing import HotkeyVerifier
 

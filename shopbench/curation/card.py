@@ -21,19 +21,17 @@ from shopbench.curation.report import REPORT_JSON, REPORT_MD, CurationReport
 from shopbench.curation.source import ArchiveShards
 from shopbench.traces.cards import (
     DatasetCard,
-    ShardSource,
     Split,
     archive_notes,
     fenced,
     license_section,
     literal,
-    provenance_section,
-    range_of_files,
     schema_table,
     shopbench_version,
     table_notes,
     write_card,
 )
+from shopbench.traces.provenance import ShardSource, provenance_section, range_of_files
 
 CURATION_COLUMNS = {"curation_weight": "weight", "curation_tags": "tags", "turn_mask": "turn_mask"}
 """Curation's columns and the :class:`CuratedEpisode` field each holds."""

@@ -1,7 +1,7 @@
 """The archive curation reads: its sealed shards, each checked, streamed in small batches.
 
 A local archive is read where it is; a URL (``s3://…``, ``file://…``) is first pulled with
-:func:`shopbench.archive.pull.pull`, which checks every manifest's signature, every shard's
+:func:`shopbench.archive.pull.run.pull`, which checks every manifest's signature, every shard's
 sha256 and the validator's signed head, into a folder of the output. Either way the shards
 are listed by the archive's one verified reader (:mod:`shopbench.archive.reader`): with
 ``--validator`` a local folder is held to that validator's signatures exactly as a pulled
@@ -61,7 +61,7 @@ def local_archive(
         return Path(spec), {}
     if validator is None or verifier is None:
         raise CurationError(f"--archive {spec}: a URL needs --validator (whose shards to pull)")
-    from shopbench.archive.pull import pull
+    from shopbench.archive.pull.run import pull
 
     try:
         report = pull(source.target(), work, validator=validator, verifier=verifier)

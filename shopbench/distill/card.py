@@ -26,13 +26,12 @@ from shopbench.traces.cards import (
     fenced,
     license_section,
     literal,
-    provenance_section,
-    range_of_files,
     schema_table,
     shopbench_version,
     table_notes,
     write_card,
 )
+from shopbench.traces.provenance import provenance_section, range_of_files
 
 SFT_NOTES = {
     "messages": "the conversation in TRL's conversational format",

@@ -28,11 +28,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from shopbench.archive.annotations.append import write_annotations
+from shopbench.archive.annotations.read import AnnotationRead
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.chat import read_arguments
 from shopbench.records.trajectory import Trajectory
-from shopbench.traces.annotations import AnnotationRead, bound_all, write_annotations
+from shopbench.traces.annotations import bound_all
 
 DATASET_ROWS_PER_FILE = 100_000
 """Rows per Parquet file of a ``datasets`` export."""

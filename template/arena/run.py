@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.agents.local.config import HF_PREFIX
+from shopbench.archive.annotations.model import ANNOTATIONS_DIR
 from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
 from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import read_manifest, seed_hash
 from shopbench.errors import ShopbenchError
 from shopbench.records.task import INTENTS
-from shopbench.traces.annotations import ANNOTATIONS_DIR
 from template.arena.config import (
     DEFAULT_POLICIES,
     AddedMiner,

@@ -34,7 +34,8 @@ from shopbench.archive.errors import UnsafePath
 from shopbench.archive.head import head_path, publish_head, read_local_head
 from shopbench.archive.manifest import manifest_path
 from shopbench.archive.paths import inside, shard_path
-from shopbench.archive.pull import PullLimits, pull
+from shopbench.archive.pull.run import pull
+from shopbench.archive.pull.source import PullLimits
 from shopbench.archive.reader import Trust, list_archive
 from shopbench.archive.remote import RemoteTarget, ShardUploader
 from shopbench.archive.shards import write_shard

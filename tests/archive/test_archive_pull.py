@@ -27,7 +27,8 @@ from support.object_store import (
 
 from shopbench.archive.errors import UnknownValidator
 from shopbench.archive.manifest import SHARD_GLOB, manifest_path
-from shopbench.archive.pull import PullFilters, pull
+from shopbench.archive.pull.run import pull
+from shopbench.archive.pull.source import PullFilters
 from shopbench.archive.remote import RemoteTarget, ShardUploader
 from shopbench.archive.shards import read_shard
 from shopbench.archive.store import EMBARGO_FILE, EmbargoState

@@ -23,22 +23,22 @@ from fastapi.testclient import TestClient
 from support.api_archives import HOSTILE, embargoed, run_arena
 from support.keyed_hash import KeyedHash
 
+from shopbench.archive.annotations.append import append_annotation
+from shopbench.archive.annotations.model import (
+    ANNOTATIONS_DIR,
+    MAX_NOTE_CHARS,
+    Annotation,
+    annotate,
+    record_digest,
+)
+from shopbench.archive.annotations.read import read_annotations
 from shopbench.archive.manifest import sha256_file
 from shopbench.archive.reader import list_archive
 from shopbench.archive.store import read_store
 from shopbench.cli import main
 from shopbench.commands.archive import annotation_book
 from shopbench.records.trajectory import Trajectory
-from shopbench.traces.annotations import (
-    ANNOTATIONS_DIR,
-    MAX_NOTE_CHARS,
-    Annotation,
-    AnnotationBook,
-    annotate,
-    append_annotation,
-    read_annotations,
-    record_digest,
-)
+from shopbench.traces.annotations import AnnotationBook
 from shopbench.traces.api.app import create_app
 from shopbench.traces.api.config import ApiConfig
 from template.base.neuron import write_local_wallet

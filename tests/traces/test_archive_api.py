@@ -493,7 +493,7 @@ def test_the_embargoed_shards_are_not_served_to_pull(
     root, live = embargoed(arena[0], tmp_path / "validator")
     with serving(create_app(ApiConfig(root=str(root)))) as url:
         out = tmp_path / "pulled"
-        from shopbench.archive.pull import pull
+        from shopbench.archive.pull.run import pull
         from shopbench.archive.remote import RemoteTarget
 
         report = pull(

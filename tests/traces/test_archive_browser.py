@@ -147,7 +147,9 @@ def test_annotations_show_in_the_list_and_on_the_episode(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from shopbench.traces.annotations import AnnotationBook, annotate, append_annotation
+    from shopbench.archive.annotations.append import append_annotation
+    from shopbench.archive.annotations.model import annotate
+    from shopbench.traces.annotations import AnnotationBook
     from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
     root = Path(shutil.copytree(arena_root, tmp_path / "archive"))
@@ -196,12 +198,9 @@ def test_the_list_filters_by_label_and_fits_a_1366_px_screen(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    from shopbench.traces.annotations import (
-        MAX_NOTE_CHARS,
-        AnnotationBook,
-        annotate,
-        append_annotation,
-    )
+    from shopbench.archive.annotations.append import append_annotation
+    from shopbench.archive.annotations.model import MAX_NOTE_CHARS, annotate
+    from shopbench.traces.annotations import AnnotationBook
     from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
     root, episode = hostile(arena_root, tmp_path / "labelled")

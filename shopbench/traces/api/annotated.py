@@ -19,18 +19,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shopbench.archive.errors import FilterError
-from shopbench.archive.filters import TraceFilter
-from shopbench.records.trajectory import Trajectory
-from shopbench.traces.annotations import (
+from shopbench.archive.annotations.model import (
     LABEL_PATTERN,
     MAX_LABEL_CHARS,
     Annotation,
-    AnnotationBook,
-    AnnotationSettings,
-    Shown,
     record_digest,
 )
+from shopbench.archive.errors import FilterError
+from shopbench.archive.filters import TraceFilter
+from shopbench.records.trajectory import Trajectory
+from shopbench.traces.annotations import AnnotationBook, AnnotationSettings, Shown
 from shopbench.traces.api.index import ArchiveIndex
 
 LABEL_PARAMETER = "label"
