@@ -68,7 +68,7 @@ def curate_command(
     from shopbench.curation.config import load_config
     from shopbench.curation.engine import open_engine
     from shopbench.curation.pipeline import curate
-    from shopbench.curation.report import headline
+    from shopbench.curation.report.model import headline
     from shopbench.curation.truth import load_truth
     from template.signing import HotkeyVerifier
 

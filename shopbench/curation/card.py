@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from shopbench.archive.signing import Verifier
 from shopbench.curation.curated import CuratedEpisode
-from shopbench.curation.report import REPORT_JSON, REPORT_MD, CurationReport
+from shopbench.curation.report.model import REPORT_JSON, REPORT_MD, CurationReport
 from shopbench.curation.source import ArchiveShards
 from shopbench.traces.cards import (
     DatasetCard,

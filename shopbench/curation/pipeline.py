@@ -32,7 +32,9 @@ from shopbench.curation.engine import Engine, LocalEngine
 from shopbench.curation.errors import CurationError, EmptyResult
 from shopbench.curation.heap import settled_heap
 from shopbench.curation.ledger import Ledger
-from shopbench.curation.report import CurationReport, build_report, write_report
+from shopbench.curation.report.build import build_report
+from shopbench.curation.report.model import CurationReport
+from shopbench.curation.report.render import write_report
 from shopbench.curation.source import ArchiveShards, list_shards, local_archive
 from shopbench.curation.stages import kept_by_shard, plan_shards
 from shopbench.curation.truth import Truth

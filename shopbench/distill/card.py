@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from shopbench.curation.card import contamination_section
 from shopbench.curation.curated import curated_files
-from shopbench.curation.report import REPORT_JSON, CurationReport
+from shopbench.curation.report.model import REPORT_JSON, CurationReport
 from shopbench.traces.cards import (
     DatasetCard,
     Split,

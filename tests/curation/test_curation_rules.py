@@ -275,7 +275,7 @@ def test_reasons_fold_what_is_the_episodes_own_and_keep_the_parameters() -> None
 
 
 def test_a_report_written_before_retained_was_counted_still_reads() -> None:
-    from shopbench.curation.report import PolicyCounts, headline
+    from shopbench.curation.report.model import PolicyCounts, headline
 
     old = {"honest": True, "episodes": 20, "kept": 4, "recovery": 0,
            "dropped_by_rule": {"clones": 6, "duplicates": 10}}  # fmt: skip
