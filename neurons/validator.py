@@ -13,7 +13,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Parse the config and run the validator until SIGINT/SIGTERM; errors are one line."""
     from template.base.config import validator_config
     from template.base.neuron import run_entry
-    from template.base.validator import run_validator
+    from template.base.validator_process import run_validator
 
     run_entry(validator_config, run_validator, argv)
 

@@ -19,14 +19,15 @@ Between rounds, and only there, the loop looks for the restart-request file
 (:mod:`template.base.restart`): when one was written after this process loaded its code, the
 validator saves its state, removes the file and returns, and the neuron exits with status 0
 for its process manager to start it again on the new code.
+
+The miners a round plays are chosen in :mod:`template.base.sampling`; the neuron's process
+(the clock, the wallet, the metrics port, the signals) is :mod:`template.base.validator_process`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +53,7 @@ from template.base.neuron import Backoff, NeuronError, missing_subnet
 from template.base.restart import RestartRequest, read_restart_request, take_restart_request
 from template.base.rotation import CatalogRotator, RotationConfig
 from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
+from template.base.sampling import sample, serving
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
 from template.base.taskbank import TaskBank, derived_seed
 from template.chain.model import MetagraphView
@@ -65,38 +67,6 @@ BLOCK_TIME_S = 12.0
 CODE_LOADED_AT = time.time()
 """When this process loaded the validator's code: a restart request older than this asked
 for code the process already runs."""
-
-
-def serving(metagraph: MetagraphView, own_hotkey: str) -> list[MinerEndpoint]:
-    """The endpoints of every uid that publishes an address, except `own_hotkey`, by uid."""
-    out: list[MinerEndpoint] = []
-    for n in metagraph.neurons:
-        if n.hotkey == own_hotkey or not n.axon:
-            continue
-        try:
-            endpoint = MinerEndpoint.from_axon(n.uid, n.hotkey, n.axon)
-        except ValueError:
-            log.info("uid %d publishes an unusable address %r", n.uid, n.axon)
-            continue
-        if endpoint.url.endswith(":0") or "//0.0.0.0:" in endpoint.url:
-            continue  # the chain's "not serving" placeholder
-        out.append(endpoint)
-    return out
-
-
-def sample(
-    endpoints: Sequence[MinerEndpoint], k: int, secret: int, round_index: int
-) -> list[MinerEndpoint]:
-    """`k` of `endpoints` chosen by a keyed hash of the round (all when k is 0 or ≥ their
-    count); unpredictable without the secret, the same on a replay."""
-    if k <= 0 or k >= len(endpoints):
-        return list(endpoints)
-
-    def rank(e: MinerEndpoint) -> bytes:
-        msg = f"shopbench/sample/{round_index}/{e.hotkey}".encode()
-        return hmac.new(str(secret).encode(), msg, hashlib.sha256).digest()
-
-    return sorted(sorted(endpoints, key=rank)[:k], key=lambda e: e.uid)
 
 
 class Validator:
@@ -513,48 +483,6 @@ class Validator:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)
         return None
-
-
-async def run_validator(config: ValidatorConfig) -> None:
-    """The validator neuron: check the clock, load the wallet, serve metrics, loop until
-    SIGINT/SIGTERM (the round in flight is abandoned; the state of the last one is saved) or
-    until a restart is requested between rounds (then it returns, and the process exits 0)."""
-    import signal
-
-    from template.base.neuron import load_wallet, make_chain, startup_clock_check
-    from template.base.ports import bind_error
-
-    startup_clock_check(config.neuron.clock)
-    wallet = load_wallet(config.wallet)
-    chain = make_chain(wallet, config.subtensor, config.netuid)
-    validator = Validator(config, chain, wallet)
-    if config.neuron.metrics_port:
-        n = config.neuron
-        try:
-            validator.metrics.serve(n.metrics_port, n.metrics_host)
-        except OSError as e:
-            await validator.close()
-            raise bind_error("--neuron.metrics_port", n.metrics_host, n.metrics_port, e) from None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal(sig: signal.Signals) -> None:
-        log.warning(validator.stopping_line(sig.name), extra={"signal": sig.name})
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal, sig)
-    runner = asyncio.create_task(validator.run(stop=stop))
-    stopper = asyncio.create_task(stop.wait())
-    try:
-        await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if runner.done():
-            runner.result()  # re-raise a fatal error
-    finally:
-        for task in (runner, stopper):
-            task.cancel()
-        await asyncio.gather(runner, stopper, return_exceptions=True)
-        await validator.close()
 
 
 @dataclass
