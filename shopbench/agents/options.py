@@ -95,6 +95,11 @@ class PolicyOptions(BaseModel):
         "constrained (each call under a grammar of the tool schemas, ids limited to those the "
         "episode showed); default free",
     )  # fmt: skip
+    engine: Literal["transformers", "onnxruntime-genai"] | None = Field(
+        default=None, description="the runtime an hf: model runs on: transformers, or "
+        "onnxruntime-genai over the model's onnx folder (shopbench distill export-onnx "
+        "writes it); default transformers",
+    )  # fmt: skip
     example: Path | None = Field(
         default=None, description="an hf: model's worked episode: a JSON file of one "
         "episode's messages shown before every task",
@@ -153,6 +158,8 @@ class PolicyOptions(BaseModel):
                 out["kv_cache_tokens"] = self.kv_cache_tokens
             if self.decoding is not None:
                 out["decoding"] = self.decoding
+            if self.engine is not None:
+                out["engine"] = self.engine
             if self.example is not None:
                 out["example"] = self.example
             return out

@@ -15,7 +15,10 @@ from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import HFEngine, shared_engine
 from shopbench.agents.local.grammar import reply_grammar
 from shopbench.agents.local.ort_engine import ORTEngine
+from shopbench.agents.local.policy import HFPolicy
 from shopbench.agents.local.request import GenRequest
+from shopbench.agents.options import PolicyOptions
+from shopbench.agents.registry import make_policy
 from shopbench.chat import ChatMessage
 from shopbench.cli import main
 from shopbench.env.env import ShoppingEnv
@@ -99,6 +102,9 @@ def test_the_config_picks_the_engine_and_names_a_missing_export(
     chosen = shared_engine(HFPolicyConfig(path=hf.path, engine="onnxruntime-genai", threads=1))
     assert isinstance(chosen, ORTEngine) and chosen.onnx_dir == hf.path / "onnx"
     assert isinstance(shared_engine(HFPolicyConfig(path=hf.path)), HFEngine)
+    spec = f"hf:{hf.path}"  # a command's policy options reach it too
+    policy = make_policy(spec, **PolicyOptions(engine="onnxruntime-genai").options(spec))
+    assert isinstance(policy, HFPolicy) and isinstance(policy.engine, ORTEngine)
     with pytest.raises(LocalModelError, match="distill export-onnx"):
         ORTEngine(hf.path, onnx_dir=tmp_path / "none")
 
