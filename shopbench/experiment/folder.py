@@ -100,3 +100,8 @@ def eval_key(config: ExperimentConfig, arm: Arm, decoding: Decoding) -> str:
 def baseline_key(policy: str) -> str:
     """The name of a baseline policy's evaluation (its folder under ``eval/``)."""
     return f"baselines/{policy}"
+
+
+def train_data(config: ExperimentConfig, stages: Stages, arm: Arm) -> Path:
+    """The SFT dataset the arm trains on: its token sample, or its whole build."""
+    return stages.arm(arm) / ("sampled" if config.train.tokens is not None else "sft")

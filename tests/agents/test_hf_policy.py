@@ -418,10 +418,12 @@ def test_distill_eval_tables_the_model_against_a_baseline(
     ])  # fmt: skip
     report = json.loads((out / "report.json").read_text())
     model = report["model"]["overall"]["metrics"]
-    # The taught model always ends at once: complete and well-formed, never successful.
+    # The taught model always ends at once, recommending nothing: every call accepted, never
+    # a completed task (a terminate without a recommendation is not one), never successful.
     assert model["asr"]["value"] == 0.0
-    assert model["completion"] == {"value": 1.0, "low": 1.0, "high": 1.0}
+    assert model["completion"] == {"value": 0.0, "low": 0.0, "high": 0.0}
     assert model["accepted_calls"]["value"] == 1.0
+    assert model["shown_ids"] is None  # it named no id
     baseline = report["baseline"]["overall"]["metrics"]
     diff = report["difference"]["overall"]["asr"]
     assert diff["value"] == pytest.approx(-baseline["asr"]["value"]) and diff["high"] <= 0
@@ -513,7 +515,7 @@ def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> Non
     spec = f"hf:{random_model.path}"
     cfg = miner_config(["--netuid", "1", "--agent.policy", spec], env={})
     policy, card = make_agent(cfg.agent)
-    assert isinstance(policy, HFPolicy) and card.model == spec
+    assert isinstance(policy, HFPolicy) and card.model == random_model.path.name  # no path
     assert policy.config.max_new_tokens == HFPolicyConfig.model_fields["max_new_tokens"].default
     cfg = miner_config(
         ["--netuid", "1", "--agent.policy", spec, "--agent.max_tokens", "48"], env={}
