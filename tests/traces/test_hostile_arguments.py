@@ -144,11 +144,11 @@ def test_every_export_writes_every_episode(arena: Arena, fmt: str, tmp_path: Pat
     )
     assert result.exit_code == 0 and result.exception is None, result.output[-2000:]
     if fmt == "atif":
-        docs = sorted(out.glob("*.json"))
+        docs = sorted(out.glob("*/agent/trajectory.json"))  # one trial folder an episode
         assert len(docs) == len(arena.records)
         for doc in docs:
             parsed = atif.Trajectory.model_validate_json(doc.read_text())
-            if doc.stem in arena.vandal:
+            if parsed.trajectory_id in arena.vandal:
                 calls = [c for s in parsed.steps for c in s.tool_calls or []]
                 kept = [c.extra for c in calls if c.extra]
                 assert len(kept) == len(HOSTILE_ARGUMENTS)
