@@ -1,15 +1,17 @@
-"""The floor a tuned model must pass: search the customer's whole message, recommend the
-first hit, terminate.
+"""The floors a tuned model must pass: one search, the first hit recommended, unchecked.
 
-No reading of the request, no filters, no second look. On held-out product tasks it scores
-well above ``greedy`` (the search engine does the reading); a model worth mining with must
-beat it, and a model that has learned only the call format and a four-turn script will not.
+``first_hit`` searches the customer's whole message: no reading of the request, no filters,
+no second look. On held-out product tasks it scores well above ``greedy`` (the search engine
+does the reading); a model worth mining with must beat it. ``first_hit_filtered`` reads the
+request first and searches its first item's words with its price bound and services as
+filters: the four-turn script a small tuned model learns first, so a model that beats it has
+learned more than that script.
 """
 
 from __future__ import annotations
 
 from shopbench.agents.reference.query_reading import read_query
-from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.agents.reference.script import CallResult, Context, Script, ScriptedPolicy, Step
 from shopbench.agents.reference.session import Session
 
 
@@ -24,16 +26,7 @@ class FirstHitPolicy(ScriptedPolicy):
             calls=[("find_product", {"q": ctx.query, "page": 1})],
             reasoning="Searching the customer's request as written.",
         )
-        hits = results[0].hits if results else []
-        if hits:
-            yield Step(
-                calls=[("recommend_product", {"product_ids": hits[0].product_id})],
-                reasoning="Recommending the first result.",
-            )
-        yield Step(
-            calls=[("terminate", {"status": "success" if hits else "failure"})],
-            reasoning="Done.",
-        )
+        yield from _take_first(results)
 
 
 class FilteredFirstHitPolicy(ScriptedPolicy):
@@ -52,13 +45,18 @@ class FilteredFirstHitPolicy(ScriptedPolicy):
             calls=[("find_product", args)],
             reasoning="Searching the request's item with its filters.",
         )
-        hits = results[0].hits if results else []
-        if hits:
-            yield Step(
-                calls=[("recommend_product", {"product_ids": hits[0].product_id})],
-                reasoning="Recommending the first result.",
-            )
+        yield from _take_first(results)
+
+
+def _take_first(results: list[CallResult]) -> Script:
+    """Recommend the first hit of the search `results` answer, unchecked; terminate."""
+    hits = results[0].hits if results else []
+    if hits:
         yield Step(
-            calls=[("terminate", {"status": "success" if hits else "failure"})],
-            reasoning="Done.",
+            calls=[("recommend_product", {"product_ids": hits[0].product_id})],
+            reasoning="Recommending the first result.",
         )
+    yield Step(
+        calls=[("terminate", {"status": "success" if hits else "failure"})],
+        reasoning="Done.",
+    )
