@@ -10,8 +10,9 @@ learned more than that script.
 
 from __future__ import annotations
 
+from shopbench.agents.reference.observations import CallResult
 from shopbench.agents.reference.query_reading import read_query
-from shopbench.agents.reference.script import CallResult, Context, Script, ScriptedPolicy, Step
+from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.agents.reference.session import Session
 
 
