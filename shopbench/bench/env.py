@@ -24,6 +24,7 @@ from shopbench.env.episode import Episode
 from shopbench.env.results import parse_search_results
 from shopbench.env.tokens import TokenBook
 from shopbench.outcome.spec import Slot
+from shopbench.records.tools import Tool
 from shopbench.tasks.model import Task
 
 _WORD = re.compile(r"[A-Za-z]{3,}")
@@ -58,22 +59,22 @@ def _play(ep: Episode, p: Product, rng: random.Random) -> None:
     """One scripted episode: search, browse, view, maybe err, recommend, terminate."""
     ep.begin_turn()
     first = _search_args(p, rng)
-    found = ep.call("find_product", first)
+    found = ep.call(Tool.FIND_PRODUCT, first)
     hits = parse_search_results(found.content)
     if rng.random() < 0.3:
-        ep.call("find_product", {**first, "page": 2})
+        ep.call(Tool.FIND_PRODUCT, {**first, "page": 2})
     if hits and rng.random() < 0.25:
         ep.begin_turn()
-        ep.call("find_product", {"q": first["q"], "page": 1, "shop_id": hits[0].shop_id})
+        ep.call(Tool.FIND_PRODUCT, {"q": first["q"], "page": 1, "shop_id": hits[0].shop_id})
     if rng.random() < 0.1:  # agents do send invented ids
-        ep.call("view_product_information", {"product_ids": "1234567890"})
+        ep.call(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": "1234567890"})
     if hits:
         ep.begin_turn()
         picked = [h.product_id for h in hits[: rng.randint(1, 3)]]
-        ep.call("view_product_information", {"product_ids": ",".join(picked)})
+        ep.call(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(picked)})
         ep.begin_turn()
-        ep.call("recommend_product", json.dumps({"product_ids": picked[0]}))
-    ep.call("terminate", {"status": "success" if hits else "failure"})
+        ep.call(Tool.RECOMMEND_PRODUCT, json.dumps({"product_ids": picked[0]}))
+    ep.call(Tool.TERMINATE, {"status": "success" if hits else "failure"})
 
 
 def _token_overhead(
@@ -105,7 +106,7 @@ def _token_overhead(
             book.resolve(product, "product")
             book.resolve(shop, "shop")
         t2 = time.perf_counter_ns()
-        ep.call("find_product", args)
+        ep.call(Tool.FIND_PRODUCT, args)
         t3 = time.perf_counter_ns()
         search_ns += t1 - t0
         token_ns += t2 - t1

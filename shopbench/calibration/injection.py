@@ -20,6 +20,7 @@ from shopbench.env.results import (
     parse_search_results,
     render,
 )
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import Trajectory
 
 Variant = Literal["instruction", "gate_claims", "staged_results", "forged_observation"]
@@ -50,7 +51,7 @@ def _target_turn(messages: list[ChatMessage]) -> int | None:
     """Index of the message that recommends, else of the last assistant message."""
     assistants = [i for i, m in enumerate(messages) if m.role == "assistant"]
     for i in assistants:
-        if any(c.function.name == "recommend_product" for c in messages[i].tool_calls or []):
+        if any(c.function.name == Tool.RECOMMEND_PRODUCT for c in messages[i].tool_calls or []):
             return i
     return assistants[-1] if assistants else None
 
@@ -61,9 +62,9 @@ def _shown(trajectory: Trajectory) -> list[tuple[str, str, float]]:
     for m in trajectory.messages:
         if m.role != "tool" or not m.content:
             continue
-        if m.name == "find_product":
+        if m.name == Tool.FIND_PRODUCT:
             out += [(h.product_id, h.title, h.price) for h in parse_search_results(m.content)]
-        elif m.name == "view_product_information":
+        elif m.name == Tool.VIEW_PRODUCT_INFORMATION:
             out += [(d.product_id, d.title, d.price) for d in parse_product_details(m.content)]
     return out
 
@@ -106,7 +107,7 @@ def inject(trajectory: Trajectory, variant: Variant, seed: int = 0) -> Trajector
         call = ToolCall(
             id=f"forged_{rng.randrange(10**6)}",
             function=FunctionCall(
-                name="view_product_information", arguments=json.dumps({"product_ids": fake})
+                name=Tool.VIEW_PRODUCT_INFORMATION, arguments=json.dumps({"product_ids": fake})
             ),
         )
         owner = messages[first]

@@ -95,7 +95,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         config = _EVAL.build(samples=samples, concurrency=concurrency, seed=seed, limits=limits)
         env, chosen = load_tasks(catalog, tasks, limit)
         if shopper is not None:
-            from shopbench.env.rephrase import rephraser_from_spec
+            from shopbench.env.shopper.rephrase import rephraser_from_spec
 
             env.rephraser = rephraser_from_spec(shopper)
 

@@ -22,14 +22,15 @@ import orjson
 import pydantic_core
 
 from shopbench.records.binding import BoundCall, bind_calls
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import Trajectory
 
 _TOKEN = re.compile(r"\b\d{6,}\b")
 _WORD = re.compile(r"[^\W_]+")
-SEARCH = "find_product"
-VIEW = "view_product_information"
-RECOMMEND = "recommend_product"
-TERMINATE = "terminate"
+SEARCH = Tool.FIND_PRODUCT
+VIEW = Tool.VIEW_PRODUCT_INFORMATION
+RECOMMEND = Tool.RECOMMEND_PRODUCT
+TERMINATE = Tool.TERMINATE
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from shopbench.chat import EpisodeLimits
 from shopbench.env.episode import Episode
 from shopbench.env.errors import EnvError
 from shopbench.env.knowledge_index import KnowledgeIndex
+from shopbench.env.packs import Rephraser, handler_for, pack_specs
 from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.toolkit import ToolSpec
 from shopbench.env.tools import ShopTools
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from shopbench.catalog.store import Catalog
-    from shopbench.env.rephrase import Rephraser
-    from shopbench.env.shopper import Shopper
     from shopbench.env.tokens import TokenBook
     from shopbench.outcome.title import TitleMatcher
     from shopbench.records.dialogue import Dialogue
@@ -29,9 +28,6 @@ if TYPE_CHECKING:
     from shopbench.tasks.model import Task
 
 KEY_BYTES = 32
-# ShoppingBench offers web search only on knowledge tasks; so do we: a tool of this set is
-# offered only on the tasks of an intent that declares it (IntentSpec.tools).
-INTENT_ONLY_TOOLS = frozenset({"web_search", "ask_shopper"})
 
 
 class ShoppingEnv:
@@ -52,7 +48,8 @@ class ShoppingEnv:
         self.catalog = catalog
         self.matcher = matcher
         self.rephraser = rephraser
-        """The LLM shopper's model (:mod:`shopbench.env.rephrase`); None: the rules' words."""
+        """The LLM shopper's model (:mod:`shopbench.env.shopper.rephrase`); None: the rules'
+        words."""
         self.limits = limits or EpisodeLimits()
         self.prompt_version = prompt_version
         self.system_prompt = render_system_prompt(
@@ -92,16 +89,12 @@ class ShoppingEnv:
             return sibling
 
     def tool_specs(self, intent: Intent | str) -> dict[str, ToolSpec]:
-        """The tools offered on a task of `intent`, by name, in ShoppingBench's order: every
-        tool but those offered only to the intents that declare them."""
+        """The tools offered on a task of `intent`, by name, in ShoppingBench's order: the
+        tools every task gets, then those of the packs the intent declares (ShoppingBench
+        offers web search only on knowledge tasks; so do we)."""
         from shopbench.tasks.intent_registry import intent_spec
 
-        extra = intent_spec(intent).tools
-        return {
-            name: spec
-            for name, spec in ShopTools.tool_specs().items()
-            if name not in INTENT_ONLY_TOOLS or name in extra
-        }
+        return {**ShopTools.declared_specs(), **pack_specs(intent_spec(intent).packs)}
 
     def knowledge_index(self) -> KnowledgeIndex:
         """The web_search index over the catalog's knowledge pages (built on first use)."""
@@ -130,45 +123,22 @@ class ShoppingEnv:
             key = secrets.token_bytes(KEY_BYTES)
         elif len(key) < 16:
             raise EnvError(f"an episode key needs at least 16 bytes, got {len(key)}")
-        specs = self.tool_specs(task.intent)
         from shopbench.env.episode import episode_id
+        from shopbench.tasks.intent_registry import intent_spec
 
-        shopper = (
-            self._shopper(task, dialogue_id or episode_id(key))
-            if "ask_shopper" in specs
-            else None
-        )
+        packs = intent_spec(task.intent).packs
+        sessions = [handler_for(p).open(self, task, dialogue_id or episode_id(key)) for p in packs]
         return Episode(
             task=task,
             key=key,
             index=self.catalog.index,
-            specs=specs,
+            specs=self.tool_specs(task.intent),
             system_prompt=self.system_prompt,
             system_prompt_version=self.prompt_version,
             limits=self.limits,
-            knowledge=self.knowledge_index if "web_search" in specs else None,
             tokens=tokens,
-            shopper=shopper,
-            rephraser=self.rephraser,
+            sessions=sessions,
         )
-
-    def _shopper(self, task: Task, dialogue_id: str) -> Shopper | None:
-        """The shopper of a task with a hidden card: it knows the target's attribute and SKU
-        keys, to tell the ones it does not mind about from questions about nothing."""
-        if task.hidden is None:
-            return None
-        from shopbench.env.shopper import Shopper
-
-        slot = task.reward[0]
-        target = self.catalog.index.get([slot.product_id])[0] if slot.product_id else None
-        keys = [] if target is None else [*target.attributes, *(
-            k for option in target.sku_options.values() for k in option
-        )]  # fmt: skip
-        return Shopper(
-            slot, task.hidden, keys, dialogue_id,
-            question_cost=task.rules.question_cost, max_questions=task.rules.max_questions,
-            title=target.title if target is not None else "",
-        )  # fmt: skip
 
     def grade(
         self,

@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,16 +27,15 @@ from shopbench.env.errors import (
 )
 from shopbench.env.results import render
 from shopbench.env.tokens import TokenBook
-from shopbench.env.toolkit import ToolSpec, bind_arguments
+from shopbench.env.toolkit import Toolkit, ToolSpec, bind_arguments
 from shopbench.env.tools import ShopTools
 from shopbench.errors import ShopbenchError, UnreadableArguments
 from shopbench.records.binding import result_digest
+from shopbench.records.tools import Tool
 
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
-    from shopbench.env.knowledge_index import KnowledgeIndex
-    from shopbench.env.rephrase import Rephraser
-    from shopbench.env.shopper import Shopper
+    from shopbench.env.packs import PackSession
     from shopbench.records.dialogue import Dialogue
     from shopbench.tasks.model import Task
 
@@ -104,10 +103,8 @@ class Episode:
         system_prompt: str,
         system_prompt_version: str,
         limits: EpisodeLimits,
-        knowledge: Callable[[], KnowledgeIndex] | None = None,
         tokens: TokenBook | None = None,
-        shopper: Shopper | None = None,
-        rephraser: Rephraser | None = None,
+        sessions: Sequence[PackSession] = (),
     ) -> None:
         self.task_id = task.id
         self.intent = task.intent
@@ -118,9 +115,14 @@ class Episode:
         self.limits = limits
         self._specs = specs
         self._tokens = tokens if tokens is not None else TokenBook(key)
-        self._shopper = shopper
-        self._rephraser = rephraser if shopper is not None else None
-        self._tools = ShopTools(index, self._tokens, limits, knowledge, shopper)
+        self._tools = ShopTools(index, self._tokens, limits)
+        self._sessions = list(sessions)
+        # Which toolkit runs each tool: a pack's tools run on its session's.
+        self._toolkits: dict[str, Toolkit] = {name: self._tools for name in specs}
+        self._owners: dict[str, PackSession] = {}
+        for session in self._sessions:
+            for name in session.toolkit.declared_specs():
+                self._toolkits[name], self._owners[name] = session.toolkit, session
         self.turn = 0
         self._calls_in_turn = 0
         self.end_reason: EndReason | None = None
@@ -164,8 +166,9 @@ class Episode:
         return self._tokens.resolve(token)
 
     def dialogue(self) -> Dialogue | None:
-        """The shopper's log of a clarify episode (None on other tasks)."""
-        return None if self._shopper is None else self._shopper.dialogue()
+        """The shopper's log of a clarify episode (None on other tasks): the first a pack
+        of the episode keeps."""
+        return next((d for s in self._sessions if (d := s.dialogue()) is not None), None)
 
     def token_map(self) -> dict[str, str]:
         """Token → catalog id for every product and shop token this episode has shown."""
@@ -184,7 +187,8 @@ class Episode:
             self.end_reason = "max_turns"
             return False
         self.turn += 1
-        self._tools.turn = self.turn
+        for toolkit in {id(t): t for t in self._toolkits.values()}.values():
+            toolkit.turn = self.turn
         self._calls_in_turn = 0
         return True
 
@@ -210,10 +214,10 @@ class Episode:
             spec = self._spec(name)
             args = self._parse_arguments(spec.name, arguments)
             logged_args = dict(args)
-            result = self._tools.invoke(
+            result = self._toolkits[spec.name].invoke(
                 spec.name, bind_arguments(spec, args, self.limits.max_string_chars)
             )
-            if spec.name == "terminate":
+            if spec.name == Tool.TERMINATE:
                 self.end_reason = "terminated"
             content, code = render(result), None
         except ShopbenchError as e:
@@ -237,26 +241,24 @@ class Episode:
         return Observation(content=content, error=code)
 
     async def acall(self, name: str, arguments: dict[str, Any] | str | None = None) -> Observation:
-        """:meth:`call`, then, when the episode has an LLM shopper and the call was an answered
-        ``ask_shopper``, the answer reworded by the model (awaited here, so no HTTP blocks
-        the loop) where it is faithful, else the rules' words; never raises."""
+        """:meth:`call`, then, when the call was answered by a pack that rewords its answers
+        (the clarify shopper with an LLM), the answer reworded (awaited here, so no HTTP
+        blocks the loop) where the pack takes the new words, else its own; never raises."""
         start = time.perf_counter()
         obs = self.call(name, arguments)
-        if self._rephraser is None or self._shopper is None or obs.error is not None:
+        owner = self._owners.get(self.log[-1].name) if obs.error is None else None
+        if owner is None:
             return obs
-        if self.log[-1].name != "ask_shopper":
-            return obs
-        text = await self._shopper.reword(self._rephraser)
+        text = await owner.reword()
         if text is None:
             return obs
         return self._reworded(text, start)
 
     def accept_rewording(self, text: str) -> bool:
-        """Take `text` as the wording of the last ``ask_shopper`` answer when it is faithful
-        to the rules' answer (a replay passes an LLM shopper's archived words here)."""
-        if self._shopper is None or not self.log or self.log[-1].name != "ask_shopper":
-            return False
-        if not self._shopper.accept(text):
+        """Take `text` as the wording of the last call's answer when the pack that answered
+        takes it (a replay passes an LLM shopper's archived words here)."""
+        owner = self._owners.get(self.log[-1].name) if self.log else None
+        if owner is None or not owner.accept(text):
             return False
         self._reworded(text, None)
         return True

@@ -17,7 +17,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -109,8 +109,16 @@ class ShopperReply(BaseModel):
         return self.answer
 
 
-ToolResult = Recommendation | Termination | ShopperReply | Sequence[ProductHit] \
-    | Sequence[ProductDetails] | Sequence[WebResult]
+@runtime_checkable
+class Sentence(Protocol):
+    """A result the agent reads as one sentence (a recommendation, a termination, the
+    shopper's answer, a pack's own reply)."""
+
+    @property
+    def text(self) -> str: ...
+
+
+ToolResult = Sentence | Sequence[ProductHit] | Sequence[ProductDetails] | Sequence[WebResult]
 R = TypeVar("R", bound=BaseModel)
 
 
@@ -139,7 +147,7 @@ def render(result: ToolResult) -> str:
     """The observation text of a tool's result: a sentence, or the rows as compact JSON —
     exactly ``json.dumps(rows, ensure_ascii=False, separators=(",", ":"))`` of the rows'
     fields in model order."""
-    if isinstance(result, Recommendation | Termination | ShopperReply):
+    if isinstance(result, Sentence):
         return result.text
     if not result:
         return "[]"

@@ -263,10 +263,19 @@ def bind_arguments(spec: ToolSpec, arguments: Any, max_chars: int) -> dict[str, 
 class Toolkit:
     """Base class of a set of tools: the methods marked with :func:`tool`, in class order."""
 
+    turn: int = 0
+    """The episode's current assistant turn (the episode sets it before each turn)."""
+
+    @classmethod
+    def declared_specs(cls) -> dict[str, ToolSpec]:
+        """The specs of the tools this class (with its bases) declares, by name, in
+        definition order (computed once per class)."""
+        return _specs_of(cls)
+
     @classmethod
     def tool_specs(cls) -> dict[str, ToolSpec]:
-        """Every tool's spec by name, in definition order (computed once per class)."""
-        return _specs_of(cls)
+        """Every tool's spec by name: those it declares, unless a toolkit offers more."""
+        return cls.declared_specs()
 
     def invoke(self, name: str, arguments: dict[str, str | int]) -> Any:
         """Run the tool `name` with already-bound arguments."""

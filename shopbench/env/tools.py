@@ -5,6 +5,10 @@ Each tool is a typed method whose docstring is the description the agent reads (
 (the episode renders them to the text the agent sees) or raise a
 :class:`~shopbench.env.errors.ToolError` saying what was wrong. Every id a tool shows is an
 episode token; every id it accepts must be one this episode has shown.
+
+These are the tools every task offers; an intent's extra tools come with its pack, their
+handler's toolkit registered at :mod:`shopbench.env.packs` (``web_search``,
+:mod:`shopbench.env.web_search`; ``ask_shopper``, :mod:`shopbench.env.shopper`).
 """
 
 from __future__ import annotations
@@ -17,47 +21,43 @@ from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.search.filters import MAX_PAGE, parse_price
 from shopbench.chat import EpisodeLimits
 from shopbench.env.errors import ArgumentError, InvalidIdError, LimitError, NotAllowedError
+from shopbench.env.packs import handler_for, pack_specs
 from shopbench.env.results import (
     SEARCH_RESULTS,
     VIEW_RESULTS,
     ProductDetails,
     ProductHit,
     Recommendation,
-    ShopperReply,
     Status,
     Termination,
-    WebResult,
 )
 from shopbench.env.tokens import TokenBook, TokenKind, token_digits
-from shopbench.env.toolkit import Toolkit, tool
+from shopbench.env.toolkit import Toolkit, ToolSpec, tool
+from shopbench.packs.pack import tool_packs
+from shopbench.records.tools import Tool
 
 if TYPE_CHECKING:
     from shopbench.catalog.search.index import SearchIndex
-    from shopbench.env.knowledge_index import KnowledgeIndex
-    from shopbench.env.shopper import Shopper
 
 Sort = Literal["priceasc", "pricedesc", "order", "default"]
 
 
 class ShopTools(Toolkit):
-    """The tools of one episode, bound to its token book and its recommendation state."""
+    """The tools every task offers, bound to one episode's token book and its
+    recommendation state."""
 
-    def __init__(
-        self,
-        index: SearchIndex,
-        tokens: TokenBook,
-        limits: EpisodeLimits,
-        knowledge: Callable[[], KnowledgeIndex] | None = None,
-        shopper: Shopper | None = None,
-    ) -> None:
+    def __init__(self, index: SearchIndex, tokens: TokenBook, limits: EpisodeLimits) -> None:
         self._index = index
         self._tokens = tokens
         self._limits = limits
-        self._knowledge = knowledge
-        self._shopper = shopper
         self.recommended: list[str] | None = None  # by position, "" where left empty
         self.status: str | None = None
-        self.turn = 0  # the episode's current assistant turn (the shopper logs it)
+
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        """Every tool of the arena by name: these, then every registered pack's, in
+        ShoppingBench's order (what a miner may be offered on some task)."""
+        return {**cls.declared_specs(), **pack_specs()}
 
     # -- the tools -------------------------------------------------------------------------
 
@@ -98,7 +98,7 @@ class ShopTools(Toolkit):
             raise ArgumentError(
                 f"find_product: argument 'page' must be from 1 to {MAX_PAGE}, got {page}"
             )
-        shop = self._resolve("shop", shop_id, "find_product", "shop_id") if shop_id else None
+        shop = self._resolve("shop", shop_id, Tool.FIND_PRODUCT, "shop_id") if shop_id else None
         bounds = _parse_price(price) if price else None
         services = _parse_services(service) if service else ()
         try:
@@ -129,9 +129,11 @@ class ShopTools(Toolkit):
         Args:
             product_ids: Comma-separated product_ids from earlier results, at most 10.
         """
-        tokens = self._split_ids(product_ids, "view_product_information", self._limits.max_view_ids)
+        tokens = self._split_ids(
+            product_ids, Tool.VIEW_PRODUCT_INFORMATION, self._limits.max_view_ids
+        )
         tokens = list(dict.fromkeys(tokens))  # viewing one product twice shows it once
-        ids = self._resolve_all(tokens, "view_product_information")
+        ids = self._resolve_all(tokens, Tool.VIEW_PRODUCT_INFORMATION)
         products = self._index.get(ids)
         return VIEW_RESULTS.validate_python(
             [self._details(t, p) for t, p in zip(tokens, products, strict=True) if p]
@@ -156,9 +158,9 @@ class ShopTools(Toolkit):
             )
         # Positions count, as in ShoppingBench: "a,,c" leaves the second one empty.
         tokens = self._split_ids(
-            product_ids, "recommend_product", self._limits.max_recommend_ids, positions=True
+            product_ids, Tool.RECOMMEND_PRODUCT, self._limits.max_recommend_ids, positions=True
         )
-        self._resolve_all([t for t in tokens if t], "recommend_product")
+        self._resolve_all([t for t in tokens if t], Tool.RECOMMEND_PRODUCT)
         self.recommended = tokens
         return Recommendation(product_ids=tuple(tokens))
 
@@ -171,41 +173,6 @@ class ShopTools(Toolkit):
         """
         self.status = status
         return Termination(status=status)
-
-    @tool
-    def web_search(self, q: str, max_results: int = 10) -> list[WebResult]:
-        """Search the web for information and return the matching pages (url, title, content).
-
-        Args:
-            q: What to look up, e.g. "where does the brand Kalibo Trail come from".
-            max_results: How many results to return, from 1 to 10 (default 10).
-        """
-        cap = self._limits.max_web_results
-        if not 1 <= max_results <= cap:
-            raise ArgumentError(
-                f"web_search: argument 'max_results' must be from 1 to {cap}, got {max_results}"
-            )
-        if not q.strip():
-            raise ArgumentError("web_search: argument 'q' is empty; give the words to search")
-        if self._knowledge is None:
-            return []
-        return self._knowledge().search(q, max_results, self._limits.max_snippet_chars)
-
-    @tool
-    def ask_shopper(self, question: str) -> ShopperReply:
-        """Ask the customer one question about what they want: their budget, a service they
-        need, or a feature such as the color family or the size. The customer answers only
-        what you ask and never names a product, an id or a title. Each answered question
-        lowers the score of the episode, and the customer answers a few at most: ask only
-        about what the request leaves open.
-
-        Args:
-            question: One question about one thing, at most 300 characters, e.g. "What is
-                your budget?" or "Which color family would you like?".
-        """
-        if self._shopper is None:
-            raise NotAllowedError("ask_shopper: this customer has said everything already")
-        return ShopperReply(answer=self._shopper.answer(question, self.turn))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -286,6 +253,17 @@ class ShopTools(Toolkit):
                 f" only in the episode whose results showed them)"
             )
         return found
+
+
+def tool_method(name: str) -> Callable[..., Any]:
+    """The typed method that declares the tool `name` (its signature and docstring are the
+    tool's schema); KeyError naming every tool when there is none."""
+    if name in ShopTools.declared_specs():
+        return getattr(ShopTools, name)  # type: ignore[no-any-return]
+    for pack in tool_packs():
+        if pack.owns(name):
+            return getattr(handler_for(pack).toolkit, name)  # type: ignore[no-any-return]
+    raise KeyError(f"no tool {name!r} (tools: {', '.join(ShopTools.tool_specs())})")
 
 
 def _parse_price(text: str) -> tuple[float | None, float | None]:

@@ -49,10 +49,10 @@ import orjson
 
 from shopbench.chat import read_arguments
 from shopbench.records.binding import bind_tool_messages, result_digest
+from shopbench.records.tools import SEARCHES, Tool
 from shopbench.records.trajectory import Trajectory
 
-SEARCHES = frozenset({"find_product", "web_search"})
-VIEW = "view_product_information"
+VIEW = Tool.VIEW_PRODUCT_INFORMATION
 _TOKEN = re.compile(r"\b\d{6,}\b")
 _NOTHING = result_digest("[]")  # the observation of a search that found nothing
 

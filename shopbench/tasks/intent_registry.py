@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator
 
 from shopbench.outcome.spec import GradingRules
+from shopbench.packs.pack import ToolPack, tools_of
 from shopbench.tasks.errors import TaskError
 
 if TYPE_CHECKING:
@@ -84,8 +85,14 @@ class IntentSpec:
     shoppingbench: ShoppingBenchForm
     grading: GradingRules = field(default_factory=GradingRules)
     support: Support | None = None
-    tools: frozenset[str] = frozenset()
-    """Tools offered on this intent's tasks besides the tools every task gets."""
+    packs: tuple[ToolPack, ...] = ()
+    """The tool packs (:mod:`shopbench.packs`) whose tools this intent's tasks are offered
+    besides the tools every task gets."""
+
+    @property
+    def tools(self) -> frozenset[str]:
+        """The tools offered on this intent's tasks besides the tools every task gets."""
+        return tools_of(self.packs)
 
 
 _PACKAGE = "shopbench.tasks.intents"

@@ -40,6 +40,7 @@ import shopbench
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.chat import ChatMessage, ToolCall, read_arguments
+from shopbench.packs.pack import pack_of
 from shopbench.records.binding import bind_tool_messages
 from shopbench.records.trajectory import Timings, ToolLogEntry, Trajectory, TurnFailure
 
@@ -161,7 +162,7 @@ class _Steps:
         self.pending: dict[str, Any] | None = None  # that message's step, not yet made
         self.calls: set[str] = set()  # its call ids
         self.results: list[atif.ObservationResult] = []  # the tool messages since it
-        self.shopper: list[dict[str, Any]] = []  # the shopper's answers since it (user steps)
+        self.voiced: list[dict[str, Any]] = []  # others' words since it (user steps: the shopper's)
 
     def _add(self, **fields: Any) -> None:
         self.steps.append(self.models.Step(step_id=len(self.steps) + 1, **fields))
@@ -175,16 +176,22 @@ class _Steps:
         elif observation is not None:
             self._add(source="system", message="", observation=observation,
                       timestamp=self.clock.at(self.turn, reply=False))  # fmt: skip
-        for answer in self.shopper:
-            self._add(**answer)
-        self.pending, self.calls, self.results, self.shopper = None, set(), [], []
+        for words in self.voiced:
+            self._add(**words)
+        self.pending, self.calls, self.results, self.voiced = None, set(), [], []
 
     def message(self, index: int, m: ChatMessage) -> None:
         if m.role == "tool":
             entry = self.bound.get(index)
             log = self.t.tool_log[entry] if entry is not None else None
-            if log is not None and log.name == "ask_shopper" and log.error is None:
-                self.shopper.append(self._shopper_step(m, log))
+            pack = pack_of(log.name) if log is not None else None
+            voice = pack.voice(m, log) if pack is not None and log is not None else None
+            if voice is not None:
+                self.voiced.append({
+                    "source": "user", "message": voice.message,
+                    "timestamp": self.clock.at(self.turn, reply=False),
+                    "extra": {EXTRA_KEY: voice.extra},
+                })  # fmt: skip
                 return
             self.results.append(_result(m, log, self.calls, self.models))
             return
@@ -194,18 +201,6 @@ class _Steps:
         else:  # system, user: the prompt and the query, and the loop's nudges
             self._add(source=m.role, message=m.content or "",
                       timestamp=self.clock.at(self.turn, reply=False))  # fmt: skip
-
-    def _shopper_step(self, m: ChatMessage, log: ToolLogEntry) -> dict[str, Any]:
-        """A clarify shopper's answer (the validator's own log says the message is one) as
-        the user step it is, after the agent step that asked."""
-        extra = {
-            "shopper": True, "tool_call_id": m.tool_call_id,
-            "result_digest": log.result_digest, "latency_ms": log.latency_ms,
-        }  # fmt: skip
-        return {
-            "source": "user", "message": m.content or "",
-            "timestamp": self.clock.at(self.turn, reply=False), "extra": {EXTRA_KEY: extra},
-        }  # fmt: skip
 
     def _agent(self, m: ChatMessage) -> None:
         self.turn = next(self.turns, None)

@@ -33,6 +33,7 @@ from shopbench.archive.annotations.read import AnnotationRead
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.chat import read_arguments
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.annotations import bound_all
 
@@ -106,7 +107,7 @@ def _parameters(arguments: str, name: str, token_map: dict[str, str]) -> Any:
     params, _ = read_arguments(arguments)
     if params is None:
         return arguments  # what the agent sent, as it sent it
-    if name == "recommend_product" and isinstance(params, dict):
+    if name == Tool.RECOMMEND_PRODUCT and isinstance(params, dict):
         ids = params.get("product_ids")
         if isinstance(ids, str):
             tokens = [s.strip() for s in ids.split(",")]

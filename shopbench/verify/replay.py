@@ -23,7 +23,7 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.env.errors import EnvError
 from shopbench.env.keys import find_key
 from shopbench.env.tokens import RecordedTokenBook
-from shopbench.records.binding import bind_tool_messages
+from shopbench.packs.pack import pack_of, tool_packs
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
 from shopbench.tasks.model import Task
@@ -88,16 +88,19 @@ def replay_episode(
         # The shopper words its answers from the archived episode's id, as it did then.
         episode = env.new_episode(task, tokens=book, dialogue_id=record.episode_id)
     log: list[ToolLogEntry] = []
-    reworded = _llm_answers(record)
+    # Per pack, the archived words of its answers (an LLM shopper's), in order.
+    reworded = {p.name: p.rewordings(record) for p in tool_packs()}
     for entry in record.tool_log:
         while episode.turn < entry.turn and episode.begin_turn():
             pass
         obs = episode.call(entry.name, _as_sent(entry.arguments))
-        if entry.name == "ask_shopper" and obs.error is None and reworded:
-            # An LLM shopper's words stand if they are faithful to the rules' answer.
-            said = reworded.pop(0)
+        pack = pack_of(entry.name)
+        words = reworded[pack.name] if pack is not None else None
+        if obs.error is None and words:
+            # The archived words stand if the pack takes them (faithful to its own answer).
+            said = words.pop(0)
             if said is not None:
-                episode.accept_rewording(said)  # else the rules' words: a digest that differs
+                episode.accept_rewording(said)  # else its own words: a digest that differs
         done = episode.log[-1]
         log.append(entry.model_copy(update={
             "turn": done.turn, "name": done.name, "result_digest": done.digest,
@@ -115,25 +118,6 @@ def replay_episode(
         system_prompt_version=episode.system_prompt_version,
         tools=episode.tools,
     )
-
-
-def _llm_answers(record: Trajectory) -> list[str | None]:
-    """Per answered ``ask_shopper`` call of the record, in order, the words an LLM shopper
-    gave (the tool message the log binds to it), or None where the rules answered."""
-    dialogue = record.outcome.dialogue
-    if dialogue is None or not any(t.by == "llm" for t in dialogue.turns):
-        return []
-    bound = bind_tool_messages(record.messages, record.tool_log)
-    by_entry = {li: mi for mi, li in bound.items()}
-    answered = [
-        i for i, e in enumerate(record.tool_log) if e.name == "ask_shopper" and e.error is None
-    ]
-    out: list[str | None] = []
-    for i, turn in zip(answered, dialogue.turns, strict=False):
-        mi = by_entry.get(i)
-        text = record.messages[mi].content if mi is not None else None
-        out.append(text if turn.by == "llm" else None)
-    return out
 
 
 def _as_sent(arguments: dict[str, Any] | str) -> str:

@@ -41,6 +41,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.chat import AssistantMessage, clip, read_arguments
+from shopbench.records.tools import Tool
 from template.protocol import StepRequest
 
 log = logging.getLogger("template.episode_log")
@@ -51,7 +52,7 @@ MAX_STATUS_CHARS = 40
 """Characters of the status a ``terminate`` call declared kept on a line."""
 MAX_OPEN = 1024
 """Episodes kept open at once by default; one more writes the longest quiet first."""
-TERMINATE = "terminate"
+TERMINATE = Tool.TERMINATE
 """The tool whose call ends an episode (the environment's ``terminate``)."""
 
 Ended = Literal["terminated", "turn_limit", "failed", "quiet", "evicted", "stopped"]

@@ -32,6 +32,7 @@ from typing import Any
 
 from shopbench.bench.stats import percentile
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
+from shopbench.records.tools import Tool
 
 TURNS = 15
 SHOPPER_QUESTIONS = (
@@ -57,17 +58,17 @@ class InstantPolicy:
         offered = {t.get("function", {}).get("name") for t in tools}
         if turn < TURNS - 1 or not seen:
             q = " ".join(words[(turn + k) % len(words)] for k in range(3))
-            calls = [("find_product", {"q": q, "page": 1 + turn % 3})]
+            calls = [(Tool.FIND_PRODUCT, {"q": q, "page": 1 + turn % 3})]
             thought = f"Searching for {q} on page {1 + turn % 3} to compare more candidates."
-            if turn <= 3 and "ask_shopper" in offered:  # a clarify task: three questions
-                calls.append(("ask_shopper", {"question": SHOPPER_QUESTIONS[turn - 1]}))
+            if turn <= 3 and Tool.ASK_SHOPPER in offered:  # a clarify task: three questions
+                calls.append((Tool.ASK_SHOPPER, {"question": SHOPPER_QUESTIONS[turn - 1]}))
                 thought += f" Asking the customer: {SHOPPER_QUESTIONS[turn - 1]}"
         elif turn == TURNS - 1:
-            calls = [("view_product_information", {"product_ids": ",".join(seen[:3])})]
+            calls = [(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(seen[:3])})]
             thought = f"Checking the details of {', '.join(seen[:3])}."
         else:
-            calls = [("recommend_product", {"product_ids": seen[0]}),
-                     ("terminate", {"status": "success"})]  # fmt: skip
+            calls = [(Tool.RECOMMEND_PRODUCT, {"product_ids": seen[0]}),
+                     (Tool.TERMINATE, {"status": "success"})]  # fmt: skip
             thought = f"{seen[0]} fits best; recommending it."
         tool_calls = [
             ToolCall(id=f"call_{turn}_{i}", function=FunctionCall(name=n, arguments=json.dumps(a)))

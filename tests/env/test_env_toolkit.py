@@ -197,3 +197,17 @@ def test_bind_rejects_with_the_reason(arguments: object, message: str) -> None:
         bind_arguments(Sample.tool_specs()["lookup"], arguments, 100)
     assert message in str(e.value)
     assert str(e.value).startswith("lookup: ")
+
+
+def test_the_tool_vocabulary_names_every_tool_and_its_pack() -> None:
+    from shopbench.packs.pack import pack_of, tool_packs
+    from shopbench.records.tools import BASE_TOOLS, Tool
+
+    assert list(ShopTools.tool_specs()) == list(Tool)
+    assert list(ShopTools.declared_specs()) == list(BASE_TOOLS)
+    assert all(pack_of(t) is None for t in BASE_TOOLS)
+    owners = {t: pack_of(t) for t in Tool if t not in BASE_TOOLS}
+    assert {t: p.name for t, p in owners.items() if p} == {
+        Tool.WEB_SEARCH: "web_search", Tool.ASK_SHOPPER: "shopper"
+    }
+    assert [p.name for p in tool_packs()] == ["web_search", "shopper"]

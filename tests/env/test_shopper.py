@@ -11,7 +11,7 @@ import pytest
 from shopbench.agents.reference.query_reading import read_price, read_services, requested_pairs
 from shopbench.catalog.store import Catalog
 from shopbench.env.env import ShoppingEnv
-from shopbench.env.questions import MAX_QUESTION_CHARS
+from shopbench.env.shopper.questions import MAX_QUESTION_CHARS
 from shopbench.records.verdict import Verdict
 from shopbench.scoring.score import episode_score
 from shopbench.tasks.generate import BuildConfig, build_tasks

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from shopbench.catalog.store import Catalog
-from shopbench.env import answers
 from shopbench.env.env import ShoppingEnv
+from shopbench.env.shopper import answers
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import attribute_label, load_phrasings

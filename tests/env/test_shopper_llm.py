@@ -20,7 +20,7 @@ from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.cli import app
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.errors import EnvError
-from shopbench.env.rephrase import LLMRephraser, ShopperLLMConfig, faithful
+from shopbench.env.shopper.rephrase import LLMRephraser, ShopperLLMConfig, faithful
 from shopbench.records.binding import result_digest
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.generate import BuildConfig, build_tasks

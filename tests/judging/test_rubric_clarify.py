@@ -77,7 +77,7 @@ def test_the_llm_judge_is_told_what_was_held_back_and_asked(
     for name, asked in (("careful", True), ("presumer", False)):
         t = _scored(env, tasks[:1], name)[0]
         ev = judge.evidence(t)
-        text = facts_text(ev.decisions, ev.dialogue, ev.recommend_turn)
+        text = facts_text(ev.decisions, t.outcome, ev.recommend_turn)
         hidden = tasks[0].hidden.topics()  # type: ignore[union-attr]
         assert f"held back (the shopper answers ask_shopper about them): {', '.join(hidden)}" \
             in text

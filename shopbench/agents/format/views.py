@@ -42,6 +42,7 @@ from shopbench.env.results import (
     parse_search_results,
     parse_web_results,
 )
+from shopbench.records.tools import Tool
 
 ViewName = Literal["full", "compact"]
 VIEWS: tuple[ViewName, ...] = ("full", "compact")
@@ -205,11 +206,11 @@ def _page(r: WebResult) -> str:
 def _compact(text: str, tool: str | None) -> str:
     if text == "[]":
         return "no results"
-    if tool in (None, "find_product") and (hits := parse_search_results(text)):
+    if tool in (None, Tool.FIND_PRODUCT) and (hits := parse_search_results(text)):
         return "\n".join(map(_hit, hits))
-    if tool in (None, "view_product_information") and (products := parse_product_details(text)):
+    if tool in (None, Tool.VIEW_PRODUCT_INFORMATION) and (products := parse_product_details(text)):
         return "\n".join(map(_details, products))
-    if tool in (None, "web_search") and (pages := parse_web_results(text)):
+    if tool in (None, Tool.WEB_SEARCH) and (pages := parse_web_results(text)):
         return "\n".join(map(_page, pages))
     return text  # a sentence, an error, a cut or unknown observation: as the tool said it
 
@@ -225,11 +226,11 @@ def observation_text(text: str, view: ObservationView | ViewName, tool: str | No
 def _count(text: str, tool: str | None) -> str:
     if text == "[]":
         return ", no results"
-    if tool in (None, "find_product") and (hits := parse_search_results(text)):
+    if tool in (None, Tool.FIND_PRODUCT) and (hits := parse_search_results(text)):
         return f", {len(hits)} result{'s' if len(hits) != 1 else ''}"
-    if tool in (None, "view_product_information") and (products := parse_product_details(text)):
+    if tool in (None, Tool.VIEW_PRODUCT_INFORMATION) and (products := parse_product_details(text)):
         return f", {len(products)} product{'s' if len(products) != 1 else ''}"
-    if tool in (None, "web_search") and (pages := parse_web_results(text)):
+    if tool in (None, Tool.WEB_SEARCH) and (pages := parse_web_results(text)):
         return f", {len(pages)} page{'s' if len(pages) != 1 else ''}"
     return ""
 

@@ -25,6 +25,7 @@ from shopbench.agents.reference.query_reading import (
 )
 from shopbench.agents.reference.script import Step
 from shopbench.agents.reference.session import Moves, Session
+from shopbench.records.tools import Tool
 
 Asking = Literal["needed", "never", "everything"]
 
@@ -102,7 +103,7 @@ def ask_moves(s: Session, item: ItemNeed, held: HeldBack, asking: Asking) -> Mov
                 f"That settles one thing. Now {topic}.",
             )
         results = yield from s.ask(
-            Step(calls=[("ask_shopper", {"question": question})],
+            Step(calls=[(Tool.ASK_SHOPPER, {"question": question})],
                  reasoning=s.w.turn([why], f"Asking about {topic}."))
         )  # fmt: skip
         r = results[0]

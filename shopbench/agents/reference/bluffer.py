@@ -17,6 +17,7 @@ from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.rewording import Rewording
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.env.results import ProductDetails, ProductHit
+from shopbench.records.tools import Tool
 
 MAX_ITEMS = 3  # items searched (three results each: at most 9 ids in one view)
 OPENED = 3  # results opened per item
@@ -112,10 +113,10 @@ class BlufferPolicy(ScriptedPolicy):
     def script(self, ctx: Context) -> Script:
         """Search, open the top three, recommend the cheapest opened, terminate."""
         r = Rewording(ctx.rng)
-        items = read_query(ctx.query, knowledge=ctx.offers("web_search")).items[:MAX_ITEMS]
+        items = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH)).items[:MAX_ITEMS]
         names = " and ".join(f'"{it.phrase}"' for it in items)
         results = yield Step(
-            calls=[("find_product", {"q": it.phrase, "page": 1}) for it in items],
+            calls=[(Tool.FIND_PRODUCT, {"q": it.phrase, "page": 1}) for it in items],
             reasoning=r.paragraph([
                 r.say(_fill(r.rng.choice(_OPEN), {"{names}": names})),
                 *r.shuffled([r.one(_SEARCH), r.one(_CARE)]),
@@ -123,7 +124,7 @@ class BlufferPolicy(ScriptedPolicy):
         )
         groups = [list(res.hits[:OPENED]) for res in results if res.hits]
         if not groups:
-            yield Step(calls=[("terminate", {"status": "failure"})],
+            yield Step(calls=[(Tool.TERMINATE, {"status": "failure"})],
                        reasoning=r.say("{nothing|no results} {came back|turned up}; {ending|"
                                        "closing} {here|now}."))
             return
@@ -134,7 +135,7 @@ class BlufferPolicy(ScriptedPolicy):
                                     {"{count}": str(len(res.hits)), "{where}": where})))
             seen.append(r.say(_fill(r.rng.choice(_TOP), {"{listed}": _listed(list(top))})))
         opened = yield Step(
-            calls=[("view_product_information",
+            calls=[(Tool.VIEW_PRODUCT_INFORMATION,
                     {"product_ids": ",".join(h.product_id for top in groups for h in top)})],
             reasoning=r.paragraph([*seen, r.one(_VIEW)]),
         )
@@ -158,17 +159,18 @@ class BlufferPolicy(ScriptedPolicy):
             said.append(r.say(_fill(r.rng.choice(_CLAIM), fill)))
             said.append(r.say(_fill(r.rng.choice(_PICK), fill)))
         if not picks:
-            yield Step(calls=[("terminate", {"status": "failure"})],
+            yield Step(calls=[(Tool.TERMINATE, {"status": "failure"})],
                        reasoning=r.say("{the details|nothing} {did not load|came back}; "
                                        "{ending|closing}."))
             return
         yield Step(
-            calls=[("recommend_product", {"product_ids": ",".join(d.product_id for d in picks)})],
+            calls=[(Tool.RECOMMEND_PRODUCT,
+                    {"product_ids": ",".join(d.product_id for d in picks)})],
             reasoning=r.paragraph(said),
         )
         chosen = " and ".join(f"{short_title(d.title, 60)} ({money(d.price)})" for d in picks)
         yield Step(
-            calls=[("terminate", {"status": "success"})],
+            calls=[(Tool.TERMINATE, {"status": "success"})],
             reasoning=r.paragraph([r.one(_CLOSE)]),
             content=r.paragraph([r.say(_fill(r.rng.choice(_FINAL), {"{names}": chosen}))]),
         )

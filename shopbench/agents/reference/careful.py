@@ -21,6 +21,7 @@ from shopbench.agents.reference.prose import Writer
 from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
+from shopbench.records.tools import Tool
 
 
 def careful_plan(s: Session, asking: Asking = "needed") -> Moves:
@@ -28,7 +29,7 @@ def careful_plan(s: Session, asking: Asking = "needed") -> Moves:
     clarify request's held-back part is asked about first, as `asking` says."""
     kind = s.reading.kind
     held = s.reading.held_back
-    if held is not None and s.ctx.offers("ask_shopper") and len(s.reading.items) == 1:
+    if held is not None and s.ctx.offers(Tool.ASK_SHOPPER) and len(s.reading.items) == 1:
         s.reading.items[0] = yield from ask_moves(s, s.reading.items[0], held, asking)
     if kind == "knowledge":
         return (yield from knowledge_moves(s))
@@ -57,7 +58,7 @@ class CarefulPolicy(ScriptedPolicy):
 
     def script(self, ctx: Context) -> Script:
         """The careful shopper's episode."""
-        reading = read_query(ctx.query, knowledge=ctx.offers("web_search"))
+        reading = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH))
         s = Session(ctx, reading, Writer(ctx.rng, terse=self.terse))
         picks, all_ok = yield from careful_plan(s, self.asking)
         yield from s.finish(picks, all_ok)

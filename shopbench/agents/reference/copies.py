@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from shopbench.agents.reference.careful import CarefulPolicy
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.records.tools import Tool
 
 
 def careful_script(ctx: Context, seed: int) -> Script:
@@ -67,9 +68,9 @@ class PadderPolicy(ScriptedPolicy):
 
 def _one_more_look(step: Step) -> Iterator[Step]:
     for name, args in step.calls:
-        if name == "recommend_product" and isinstance(args, dict) and args.get("product_ids"):
+        if name == Tool.RECOMMEND_PRODUCT and isinstance(args, dict) and args.get("product_ids"):
             yield Step(
-                calls=[("view_product_information", {"product_ids": args["product_ids"]})],
+                calls=[(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": args["product_ids"]})],
                 reasoning="One more look at my pick before I recommend it.",
             )
             return

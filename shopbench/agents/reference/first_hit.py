@@ -14,6 +14,7 @@ from shopbench.agents.reference.observations import CallResult
 from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.agents.reference.session import Session
+from shopbench.records.tools import Tool
 
 
 class FirstHitPolicy(ScriptedPolicy):
@@ -24,7 +25,7 @@ class FirstHitPolicy(ScriptedPolicy):
     def script(self, ctx: Context) -> Script:
         """Search the message, recommend its first hit, terminate."""
         results = yield Step(
-            calls=[("find_product", {"q": ctx.query, "page": 1})],
+            calls=[(Tool.FIND_PRODUCT, {"q": ctx.query, "page": 1})],
             reasoning="Searching the customer's request as written.",
         )
         yield from _take_first(results)
@@ -38,12 +39,12 @@ class FilteredFirstHitPolicy(ScriptedPolicy):
 
     def script(self, ctx: Context) -> Script:
         """Read the request, search with its filters, recommend the first hit, terminate."""
-        items = read_query(ctx.query, knowledge=ctx.offers("web_search")).items
+        items = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH)).items
         args = (
             Session.search_args(items[0], items[0].phrase) if items else {"q": ctx.query, "page": 1}
         )
         results = yield Step(
-            calls=[("find_product", args)],
+            calls=[(Tool.FIND_PRODUCT, args)],
             reasoning="Searching the request's item with its filters.",
         )
         yield from _take_first(results)
@@ -54,10 +55,10 @@ def _take_first(results: list[CallResult]) -> Script:
     hits = results[0].hits if results else []
     if hits:
         yield Step(
-            calls=[("recommend_product", {"product_ids": hits[0].product_id})],
+            calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": hits[0].product_id})],
             reasoning="Recommending the first result.",
         )
     yield Step(
-        calls=[("terminate", {"status": "success" if hits else "failure"})],
+        calls=[(Tool.TERMINATE, {"status": "success" if hits else "failure"})],
         reasoning="Done.",
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from shopbench.agents.reference.prose import Writer, listing, money, short_title
 from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.records.tools import Tool
 
 MAX_ITEMS = 5  # one search per item, all in one turn
 
@@ -21,10 +22,10 @@ class GreedyPolicy(ScriptedPolicy):
     def script(self, ctx: Context) -> Script:
         """Search, take the first hits, recommend, terminate."""
         w = Writer(ctx.rng)
-        items = read_query(ctx.query, knowledge=ctx.offers("web_search")).items[:MAX_ITEMS]
+        items = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH)).items[:MAX_ITEMS]
         names = listing([f'"{it.phrase}"' for it in items])
         results = yield Step(
-            calls=[("find_product", {"q": it.phrase, "page": 1}) for it in items],
+            calls=[(Tool.FIND_PRODUCT, {"q": it.phrase, "page": 1}) for it in items],
             reasoning=w.pick(
                 f"The customer wants {names}. A quick search should do it.",
                 f"Let me search for {names} and pick the top result.",
@@ -36,7 +37,7 @@ class GreedyPolicy(ScriptedPolicy):
                 [f'"{short_title(h.title, 50)}" at {money(h.price)}' for h in firsts]
             )
             yield Step(
-                calls=[("recommend_product",
+                calls=[(Tool.RECOMMEND_PRODUCT,
                         {"product_ids": ",".join(h.product_id for h in firsts)})],
                 reasoning=w.pick(
                     f"The first result is {picked}. That looks right; recommending it.",
@@ -44,6 +45,6 @@ class GreedyPolicy(ScriptedPolicy):
                 ),
             )
         yield Step(
-            calls=[("terminate", {"status": "success" if firsts else "failure"})],
+            calls=[(Tool.TERMINATE, {"status": "success" if firsts else "failure"})],
             reasoning="Done.",
         )

@@ -8,6 +8,7 @@ those shown, with no regard for the request; both sit at an ASR of zero.
 from __future__ import annotations
 
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.records.tools import Tool
 
 RANDOM_WORDS = (
     "gift", "set", "classic", "mini", "portable", "deluxe", "bundle", "kit", "holder",
@@ -26,10 +27,10 @@ class GuesserPolicy(ScriptedPolicy):
         """Guess, then terminate."""
         ids = [str(ctx.rng.randrange(10**9, 10**10)) for _ in range(ctx.rng.randint(1, 3))]
         yield Step(
-            calls=[("recommend_product", {"product_ids": ",".join(ids)})],
+            calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": ",".join(ids)})],
             reasoning="I'm confident these products match the request.",
         )
-        yield Step(calls=[("terminate", {"status": "success"})], reasoning="Done.")
+        yield Step(calls=[(Tool.TERMINATE, {"status": "success"})], reasoning="Done.")
 
 
 class RandomPolicy(ScriptedPolicy):
@@ -44,17 +45,17 @@ class RandomPolicy(ScriptedPolicy):
         for _ in range(rng.randint(*RANDOM_TURNS)):
             if shown and rng.random() < 0.3:
                 ids = rng.sample(shown, min(len(shown), rng.randint(1, 3)))
-                step = Step(calls=[("view_product_information", {"product_ids": ",".join(ids)})])
+                step = Step(calls=[(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(ids)})])
             else:
                 q = " ".join(rng.sample(RANDOM_WORDS, rng.randint(1, 3)))
-                step = Step(calls=[("find_product", {"q": q, "page": rng.randint(1, 5)})])
+                step = Step(calls=[(Tool.FIND_PRODUCT, {"q": q, "page": rng.randint(1, 5)})])
             step.reasoning = "Let me try something."
             results = yield step
             for r in results:
                 shown += [h.product_id for h in r.hits if h.product_id not in shown]
         if shown:
             yield Step(
-                calls=[("recommend_product", {"product_ids": rng.choice(shown)})],
+                calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": rng.choice(shown)})],
                 reasoning="This one.",
             )
-        yield Step(calls=[("terminate", {"status": "success"})], reasoning="Done.")
+        yield Step(calls=[(Tool.TERMINATE, {"status": "success"})], reasoning="Done.")

@@ -17,6 +17,7 @@ from shopbench.agents.reference.prose import listing, short_title
 from shopbench.agents.reference.script import Step
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
 from shopbench.env.results import WebResult
+from shopbench.records.tools import Tool
 
 MAX_ANSWERS = 3
 _WORD = re.compile(r"[^\W_]+")
@@ -187,7 +188,7 @@ def knowledge_moves(s: Session) -> Moves:
     ])
     results = yield from s.ask(
         Step(
-            calls=[("web_search", {"q": search_words(question), "max_results": 5})],
+            calls=[(Tool.WEB_SEARCH, {"q": search_words(question), "max_results": 5})],
             reasoning=s.w.turn([opening], "Looking up the question first."),
         )
     )
@@ -242,7 +243,7 @@ def _settle_by_year(s: Session, pages: list[WebResult], question: str) -> Moves:
     )
     results = yield from s.ask(
         Step(
-            calls=[("web_search", {"q": f"{n} brand founded", "max_results": 3})
+            calls=[(Tool.WEB_SEARCH, {"q": f"{n} brand founded", "max_results": 3})
                    for n in names],
             reasoning=s.w.turn([why], f"Checking {len(names)} candidate brands."),
         )

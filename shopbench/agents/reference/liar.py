@@ -26,6 +26,7 @@ from shopbench.agents.reference.rewording import Rewording
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.agents.reference.session import Session
 from shopbench.env.results import ProductDetails, ProductHit
+from shopbench.records.tools import Tool
 
 MAX_ITEMS = 3  # items searched
 TOP = 5  # listings per item it may open
@@ -121,10 +122,10 @@ class LiarPolicy(ScriptedPolicy):
         """Search, maybe a second page, open a few, recommend one at random, terminate."""
         r = Rewording(ctx.rng)
         rng = ctx.rng
-        items = read_query(ctx.query, knowledge=ctx.offers("web_search")).items[:MAX_ITEMS]
+        items = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH)).items[:MAX_ITEMS]
         names = " and ".join(f'"{it.phrase}"' for it in items)
         filters = rng.random() < 0.5
-        searches = [("find_product", Session.search_args(it, it.phrase, filters=filters))
+        searches = [(Tool.FIND_PRODUCT, Session.search_args(it, it.phrase, filters=filters))
                     for it in items]  # fmt: skip
         filtered = any("price" in a or "service" in a for _, a in searches)
         results = yield Step(
@@ -138,7 +139,7 @@ class LiarPolicy(ScriptedPolicy):
         if items and rng.random() < 0.35:
             first = items[0]
             more = yield Step(
-                calls=[("find_product",
+                calls=[(Tool.FIND_PRODUCT,
                         Session.search_args(first, first.phrase, 2, filters=filters))],
                 reasoning=r.paragraph([r.say(_fill(rng.choice(_MORE),
                                                    {"{phrase}": f'"{first.phrase}"'}))]),
@@ -148,7 +149,7 @@ class LiarPolicy(ScriptedPolicy):
                   for group in hits]  # fmt: skip
         opened = [h for group in chosen for h in group]
         if not opened:
-            yield Step(calls=[("terminate", {"status": "failure"})],
+            yield Step(calls=[(Tool.TERMINATE, {"status": "failure"})],
                        reasoning=r.say("{nothing|no results} {came back|turned up}; {ending|"
                                        "closing} {here|now}."))  # fmt: skip
             return
@@ -159,7 +160,7 @@ class LiarPolicy(ScriptedPolicy):
         for i, batch in enumerate(batches):
             ids = ", ".join(h.product_id for h in batch)
             seen = yield Step(
-                calls=[("view_product_information",
+                calls=[(Tool.VIEW_PRODUCT_INFORMATION,
                         {"product_ids": ",".join(h.product_id for h in batch)})],
                 reasoning=r.paragraph([listed if i == 0 else "",
                                        r.say(_fill(rng.choice(_VIEW), {"{ids}": ids}))]),
@@ -182,21 +183,21 @@ class LiarPolicy(ScriptedPolicy):
             said.append(r.say(_fill(rng.choice(_CLAIM), fill)))
             said.append(r.say(_fill(rng.choice(_PICK), fill)))
         if not picks:
-            yield Step(calls=[("terminate", {"status": "failure"})],
+            yield Step(calls=[(Tool.TERMINATE, {"status": "failure"})],
                        reasoning=r.say("{the details|nothing} {did not load|came back}; "
                                        "{ending|closing}."))  # fmt: skip
             return
-        recommend = ("recommend_product", {"product_ids": ",".join(d.product_id for d in picks)})
+        recommend = (Tool.RECOMMEND_PRODUCT, {"product_ids": ",".join(d.product_id for d in picks)})
         chosen_names = " and ".join(f"{short_title(d.title, 60)} ({money(d.price)})"
                                     for d in picks)  # fmt: skip
         final = _capitals(r.say(_fill(rng.choice(_FINAL), {"{names}": chosen_names})))
         if rng.random() < 0.4:
-            yield Step(calls=[recommend, ("terminate", {"status": "success"})],
+            yield Step(calls=[recommend, (Tool.TERMINATE, {"status": "success"})],
                        reasoning=r.paragraph(said), content=final)  # fmt: skip
             return
         yield Step(calls=[recommend], reasoning=r.paragraph(said))
         yield Step(
-            calls=[("terminate", {"status": "success"})],
+            calls=[(Tool.TERMINATE, {"status": "success"})],
             reasoning=r.paragraph([r.one(_CLOSE)]),
             content=final,
         )

@@ -20,6 +20,7 @@ from shopbench.agents.reference.query_reading import VoucherNeed
 from shopbench.agents.reference.script import Step
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
 from shopbench.env.results import ProductDetails, ProductHit
+from shopbench.records.tools import Tool
 
 MAX_SHOP_TRIES = 8
 COMBO_WIDTH = 6  # satisfying candidates per item tried in combinations
@@ -67,7 +68,7 @@ class _Items:
 def _search_all(s: Session, its: _Items, opening: str, sort: str | None = None) -> Moves:
     """One turn searching every item; return the hits per item."""
     calls = [
-        ("find_product", s.search_args(it, s.words_for(it), sort=sort)) for it in its.items
+        (Tool.FIND_PRODUCT, s.search_args(it, s.words_for(it), sort=sort)) for it in its.items
     ]
     short = f"Searching all {len(calls)} items" + (f" sorted by {sort}." if sort else ".")
     results = yield from s.ask(Step(calls=calls, reasoning=s.w.turn([opening], short)))
@@ -77,7 +78,7 @@ def _search_all(s: Session, its: _Items, opening: str, sort: str | None = None) 
 def _view_all(s: Session, its: _Items, ids: list[list[str]], why: str) -> Moves:
     """One turn viewing products for several items (one call per item that has any)."""
     calls = [
-        ("view_product_information", {"product_ids": ",".join(x)}) for x in ids if x
+        (Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(x)}) for x in ids if x
     ]
     if not calls:
         return
@@ -159,7 +160,7 @@ def shop_moves(s: Session) -> Moves:
             need = [i for i in range(n) if not its.ok(i, shop)]
             calls = [
                 (
-                    "find_product",
+                    Tool.FIND_PRODUCT,
                     s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop),
                 )
                 for i in need
@@ -339,7 +340,7 @@ def voucher_moves(s: Session) -> Moves:
             need = [i for i in range(n) if len(its.ok(i, shop)) < 2]
             calls = [
                 (
-                    "find_product",
+                    Tool.FIND_PRODUCT,
                     s.search_args(its.items[i], s.words_for(its.items[i]), shop_id=shop),
                 )
                 for i in need

@@ -16,6 +16,7 @@ from shopbench.agents.reference.observations import CallResult
 from shopbench.agents.reference.prose import Writer, listing, money, short_title
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.env.results import ProductHit
+from shopbench.records.tools import Tool
 
 QUERY_WORDS = 8
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
@@ -46,7 +47,7 @@ class NarratorPolicy(ScriptedPolicy):
         w = Writer(ctx.rng)
         q = loop_query(ctx.query)
         first: list[CallResult] = yield Step(
-            calls=[("find_product", {"q": q, "page": 1})],
+            calls=[(Tool.FIND_PRODUCT, {"q": q, "page": 1})],
             reasoning=w.pick(
                 "The customer has specific needs, so I'll narrow the search by price and"
                 " shipping options and look only at well-reviewed shops.",
@@ -58,7 +59,7 @@ class NarratorPolicy(ScriptedPolicy):
         )
         hits = list(first[0].hits) if first else []
         second = yield Step(
-            calls=[("find_product", {"q": q, "page": 2})],
+            calls=[(Tool.FIND_PRODUCT, {"q": q, "page": 2})],
             reasoning=w.paragraph([
                 self._quote(w, hits),
                 w.pick(
@@ -72,7 +73,7 @@ class NarratorPolicy(ScriptedPolicy):
         top = hits[:3]
         if top:
             yield Step(
-                calls=[("view_product_information",
+                calls=[(Tool.VIEW_PRODUCT_INFORMATION,
                         {"product_ids": ",".join(h.product_id for h in top)})],
                 reasoning=w.paragraph([
                     self._quote(w, more),
@@ -84,7 +85,7 @@ class NarratorPolicy(ScriptedPolicy):
             )
         if hits:
             yield Step(
-                calls=[("recommend_product", {"product_ids": hits[0].product_id})],
+                calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": hits[0].product_id})],
                 reasoning=w.paragraph([
                     self._quote(w, hits[:1]),
                     w.pick(
@@ -95,7 +96,7 @@ class NarratorPolicy(ScriptedPolicy):
                 ]),
             )
         yield Step(
-            calls=[("terminate", {"status": "success"})],
+            calls=[(Tool.TERMINATE, {"status": "success"})],
             reasoning="All requirements are satisfied.",
         )
 

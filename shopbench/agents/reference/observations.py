@@ -23,6 +23,7 @@ from shopbench.env.results import (
     parse_search_results,
     parse_web_results,
 )
+from shopbench.records.tools import Tool
 
 DEFAULT_MAX_TURNS = 30
 # The system prompt states the episode's turn budget ("at most 30 turns").
@@ -100,11 +101,11 @@ def _result(name: str, arguments: str, text: str) -> CallResult:
     args = _arguments(arguments)
     if text.startswith("Error:"):
         return CallResult(name=name, arguments=args, text=text, error=text[6:].strip())
-    if name == "find_product":
+    if name == Tool.FIND_PRODUCT:
         return CallResult(name=name, arguments=args, text=text, hits=_hits(text))
-    if name == "view_product_information":
+    if name == Tool.VIEW_PRODUCT_INFORMATION:
         return CallResult(name=name, arguments=args, text=text, details=_details(text))
-    if name == "web_search":
+    if name == Tool.WEB_SEARCH:
         return CallResult(name=name, arguments=args, text=text, pages=_pages(text))
     return CallResult(name=name, arguments=args, text=text)
 

@@ -37,6 +37,7 @@ from shopbench.agents.reference.query_reading import (
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.catalog.schema import Product
 from shopbench.env.results import ProductDetails, WebResult
+from shopbench.records.tools import Tool
 
 if TYPE_CHECKING:
     from shopbench.catalog.store import Catalog
@@ -158,14 +159,14 @@ class OfflinePolicy(ScriptedPolicy):
     def script(self, ctx: Context) -> Script:
         """Two or three turns: exact-title searches, the recommendation, terminate."""
         w = Writer(ctx.rng)
-        reading = read_query(ctx.query, knowledge=ctx.offers("web_search"))
+        reading = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH))
         picks, all_ok = self.solver.solve(reading)
         picks = picks[:5]
         if not picks:
-            yield Step(calls=[("terminate", {"status": "failure"})], reasoning="Nothing fits.")
+            yield Step(calls=[(Tool.TERMINATE, {"status": "failure"})], reasoning="Nothing fits.")
             return
         calls = [
-            ("find_product", {
+            (Tool.FIND_PRODUCT, {
                 "q": c.details.title, "page": 1,
                 "price": f"{math.floor(c.details.price)}-{math.ceil(c.details.price)}",
             })
@@ -190,13 +191,13 @@ class OfflinePolicy(ScriptedPolicy):
         if tokens:
             prices = listing([money(c.details.price) for c in picks])
             yield Step(
-                calls=[("recommend_product", {"product_ids": ",".join(tokens)})],
+                calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": ",".join(tokens)})],
                 reasoning=w.pick(
                     f"There they are, at {prices}, matching every requirement. Recommending.",
                     f"Found them ({prices}); they satisfy all constraints.",
                 ),
             )
         yield Step(
-            calls=[("terminate", {"status": "success" if all_ok and tokens else "failure"})],
+            calls=[(Tool.TERMINATE, {"status": "success" if all_ok and tokens else "failure"})],
             reasoning="Done.",
         )

@@ -25,7 +25,7 @@ import random
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from shopbench.agents.reference.observations import (
     turn_results,
 )
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
+from shopbench.records.tools import Tool
 
 MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this replay)
 
@@ -44,7 +45,7 @@ MAX_SUSPENDED = 512  # scripts kept for resuming (more live episodes than this r
 class Step:
     """One turn: what the agent thinks, says, and which tools it calls."""
 
-    calls: list[tuple[str, Any]] = field(default_factory=list)
+    calls: Sequence[tuple[str, Any]] = field(default_factory=list)
     """(tool, arguments): an object, sent as JSON text, or text sent exactly as written."""
     reasoning: str | None = None
     content: str | None = None
@@ -228,6 +229,6 @@ class _Replayed:
 
 def _give_up() -> Step:
     return Step(
-        calls=[("terminate", {"status": "failure"})],
+        calls=[(Tool.TERMINATE, {"status": "failure"})],
         reasoning="I have nothing more to try, so I will close the session.",
     )

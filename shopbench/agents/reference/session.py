@@ -38,6 +38,7 @@ from shopbench.agents.reference.query_reading import (
 )
 from shopbench.agents.reference.script import Context, Step
 from shopbench.env.results import ProductDetails, ProductHit
+from shopbench.records.tools import Tool
 
 MAX_PAGES = 5
 VIEW_BATCH = 10
@@ -237,7 +238,7 @@ class Session:
     def view(self, ids: list[str], why: str, short: str) -> Moves:
         """Open products; return their details (in the order shown)."""
         step = Step(
-            calls=[("view_product_information", {"product_ids": ",".join(ids)})],
+            calls=[(Tool.VIEW_PRODUCT_INFORMATION, {"product_ids": ",".join(ids)})],
             reasoning=self.w.turn([why], short),
         )
         results = yield from self.ask(step)
@@ -286,7 +287,7 @@ class Session:
                 short = f"Checking page {page}."
             intro = ""
             results = yield from self.ask(
-                Step(calls=[("find_product", args)], reasoning=self.w.turn(why, short))
+                Step(calls=[(Tool.FIND_PRODUCT, args)], reasoning=self.w.turn(why, short))
             )
             r = results[0]
             if not r.ok or not r.hits:
@@ -350,7 +351,7 @@ class Session:
         if not chosen:
             yield from self.ask(
                 Step(
-                    calls=[("terminate", {"status": "failure"})],
+                    calls=[(Tool.TERMINATE, {"status": "failure"})],
                     reasoning=self.w.turn(
                         [self.w.pick(
                             "I could not find anything that satisfies the request, so I'll end"
@@ -382,14 +383,14 @@ class Session:
             )
         yield from self.ask(
             Step(
-                calls=[("recommend_product", {"product_ids": ",".join(ids)})],
+                calls=[(Tool.RECOMMEND_PRODUCT, {"product_ids": ",".join(ids)})],
                 reasoning=self.w.turn([why], f"Recommending {', '.join(ids)}."),
             )
         )
         status = "success" if all_ok else "failure"
         yield from self.ask(
             Step(
-                calls=[("terminate", {"status": status})],
+                calls=[(Tool.TERMINATE, {"status": status})],
                 reasoning=self.w.turn(
                     [self.w.pick(
                         "The recommendation went through, so I can close the task.",

@@ -14,6 +14,7 @@ from shopbench.agents.reference.prose import Writer, listing, money, short_title
 from shopbench.agents.reference.query_reading import read_query
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
 from shopbench.agents.reference.session import Moves, Session, needs_sentence
+from shopbench.records.tools import Tool
 
 LOOSE_WORDS = 2
 LOOSE_VIEW = 3
@@ -34,7 +35,7 @@ def loose_try(s: Session) -> Moves:
         ),
     ])
     results = yield from s.ask(
-        Step(calls=[("find_product", args)], reasoning=s.w.turn([intro], f'Trying "{loose}".'))
+        Step(calls=[(Tool.FIND_PRODUCT, args)], reasoning=s.w.turn([intro], f'Trying "{loose}".'))
     )
     r = results[0]
     if not r.ok:
@@ -86,7 +87,7 @@ class TrialAndErrorPolicy(ScriptedPolicy):
 
     def script(self, ctx: Context) -> Script:
         """A hasty start, the lesson drawn from it, then careful shopping."""
-        reading = read_query(ctx.query, knowledge=ctx.offers("web_search"))
+        reading = read_query(ctx.query, knowledge=ctx.offers(Tool.WEB_SEARCH))
         s = Session(ctx, reading, Writer(ctx.rng))
         yield from loose_try(s)
         picks, all_ok = yield from careful_plan(s)

@@ -15,15 +15,16 @@ import random
 
 from shopbench.agents.reference.careful import CarefulPolicy
 from shopbench.agents.reference.script import Context, Script, ScriptedPolicy, Step
+from shopbench.records.tools import Tool
 
 DEEP = 1400  # levels of nesting in the deep call: ~2.8 KB of brackets
 
 HOSTILE_ARGUMENTS: tuple[tuple[str, str], ...] = (
-    ("find_product", '{"q": ' + "[" * DEEP + "]" * DEEP + "}"),
-    ("find_product", "{q: shoes, page: one"),
-    ("find_product", '{"q": "shoes", "page": NaN}'),
-    ("view_product_information", '{"product_ids": 1e400}'),
-    ("find_product", '{"q": "shoes", "page": ' + "9" * 4000 + "}"),
+    (Tool.FIND_PRODUCT, '{"q": ' + "[" * DEEP + "]" * DEEP + "}"),
+    (Tool.FIND_PRODUCT, "{q: shoes, page: one"),
+    (Tool.FIND_PRODUCT, '{"q": "shoes", "page": NaN}'),
+    (Tool.VIEW_PRODUCT_INFORMATION, '{"product_ids": 1e400}'),
+    (Tool.FIND_PRODUCT, '{"q": "shoes", "page": ' + "9" * 4000 + "}"),
 )
 """(tool, arguments text) of the vandal's first turn, one attack each."""
 

@@ -34,7 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from shopbench.distill.errors import RLDataError, RLError
 from shopbench.env.env import ShoppingEnv
-from shopbench.env.tools import ShopTools
+from shopbench.env.tools import ShopTools, tool_method
+from shopbench.packs.shopper import PACK as SHOPPER
+from shopbench.packs.web_search import PACK as WEB_SEARCH
+from shopbench.records.tools import Tool
 from shopbench.tasks.intent_registry import intent_spec, intent_specs
 from shopbench.tasks.model import Task
 
@@ -59,8 +62,9 @@ def shared_env(catalog_dir: str | Path) -> ShoppingEnv:
 
 def _delegate(name: str) -> Callable[..., str]:
     """A method that runs the tool `name` in the current episode, with the signature,
-    docstring and type hints of ``ShopTools.<name>`` (so TRL derives its schema from them)."""
-    original = getattr(ShopTools, name)
+    docstring and type hints of the tool's declaring method (so TRL derives its schema from
+    them)."""
+    original = tool_method(name)
 
     def method(self: ShopbenchEnvironment, **arguments: Any) -> str:
         return self._call(name, arguments)
@@ -85,10 +89,10 @@ class ShopbenchEnvironment:
     extra_tools: typing.ClassVar[frozenset[str]] = frozenset()
     """The tools it offers besides every task's: it plays the intents declaring exactly these."""
 
-    find_product = _delegate("find_product")
-    view_product_information = _delegate("view_product_information")
-    recommend_product = _delegate("recommend_product")
-    terminate = _delegate("terminate")
+    find_product = _delegate(Tool.FIND_PRODUCT)
+    view_product_information = _delegate(Tool.VIEW_PRODUCT_INFORMATION)
+    recommend_product = _delegate(Tool.RECOMMEND_PRODUCT)
+    terminate = _delegate(Tool.TERMINATE)
 
     def __init__(self, catalog: str | Path) -> None:
         self._catalog = str(catalog)
@@ -161,7 +165,7 @@ class ShopbenchEnvironment:
         tokens = [
             t.strip()
             for r in episode.log
-            if r.name == "view_product_information" and r.error is None
+            if r.name == Tool.VIEW_PRODUCT_INFORMATION and r.error is None
             and isinstance(r.arguments, dict)
             for t in str(r.arguments.get("product_ids", "")).split(",")
         ]  # fmt: skip
@@ -236,17 +240,17 @@ class ShopbenchEnvironment:
 class KnowledgeEnvironment(ShopbenchEnvironment):
     """:class:`ShopbenchEnvironment` for knowledge tasks: the same tools and ``web_search``."""
 
-    extra_tools: typing.ClassVar[frozenset[str]] = frozenset({"web_search"})
+    extra_tools: typing.ClassVar[frozenset[str]] = frozenset(WEB_SEARCH.tools)
 
-    web_search = _delegate("web_search")
+    web_search = _delegate(Tool.WEB_SEARCH)
 
 
 class ClarifyEnvironment(ShopbenchEnvironment):
     """:class:`ShopbenchEnvironment` for clarify tasks: the same tools and ``ask_shopper``."""
 
-    extra_tools: typing.ClassVar[frozenset[str]] = frozenset({"ask_shopper"})
+    extra_tools: typing.ClassVar[frozenset[str]] = frozenset(SHOPPER.tools)
 
-    ask_shopper = _delegate("ask_shopper")
+    ask_shopper = _delegate(Tool.ASK_SHOPPER)
 
 
 ENVIRONMENTS: dict[str, type[ShopbenchEnvironment]] = {

@@ -33,13 +33,14 @@ from shopbench.chat import AssistantMessage, read_arguments
 from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap
 from shopbench.records.decisions import product_ids
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
 
 METRICS = ("parses", "right_tool", "valid_arguments", "ids_shown", "right_pick")
 _ARGUMENT_ERRORS = frozenset({"bad_argument", "unknown_tool"})
-_RECOMMEND = "recommend_product"
+_RECOMMEND = Tool.RECOMMEND_PRODUCT
 
 
 def reference_key(task_id: str, seed: int) -> bytes:

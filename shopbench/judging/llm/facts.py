@@ -10,7 +10,8 @@ constraints (price bound, service, SKU option, attribute value), which the reque
 from __future__ import annotations
 
 from shopbench.judging.rubric.decisions import Decisions
-from shopbench.records.dialogue import Dialogue
+from shopbench.packs.pack import pack_facts
+from shopbench.records.outcome import Outcome
 
 NO_FACTS = (
     "(no graded recommendation: there is no recommended product to check decisions or claims "
@@ -18,33 +19,15 @@ NO_FACTS = (
 )
 
 
-def dialogue_lines(dialogue: Dialogue | None, recommend_turn: int | None) -> list[str]:
-    """A clarify episode's shopper log as the prompt lists it: which topics the request held
-    back (never their values), which were asked before the recommendation, and how many
-    questions revealed nothing held back."""
-    if dialogue is None:
-        return []
-    before = None if recommend_turn is None else recommend_turn + 1
-    asked = dialogue.asked(before_turn=before)
-    done = ", ".join(t for t in dialogue.hidden if t in asked) or "none"
-    missing = ", ".join(t for t in dialogue.hidden if t not in asked) or "none"
-    when = "before the recommendation" if before is not None else "in the episode"
-    return [
-        f"The request held back (the shopper answers ask_shopper about them): "
-        f"{', '.join(dialogue.hidden)}.",
-        f"Asked {when}: {done}; never asked: {missing}.",
-        f"{dialogue.wasted()} of {dialogue.questions} questions revealed nothing held back.",
-    ]
-
-
 def facts_text(
     decisions: Decisions | None,
-    dialogue: Dialogue | None = None,
+    outcome: Outcome | None = None,
     recommend_turn: int | None = None,
 ) -> str:
-    """The facts as the prompt lists them, one line each (a clarify episode's shopper log
-    last)."""
-    asking = dialogue_lines(dialogue, recommend_turn)
+    """The facts as the prompt lists them, one line each; the lines of the episode's tool
+    packs last (a clarify episode's shopper log: :func:`~shopbench.packs.pack.pack_facts`),
+    from its graded `outcome` and the turn of its recommendation."""
+    asking = pack_facts(outcome, recommend_turn)
     if decisions is None or not decisions.slots:
         return "\n".join([NO_FACTS, *asking])
     lines: list[str] = []

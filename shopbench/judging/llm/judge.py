@@ -167,7 +167,7 @@ class LLMJudge:
         if cached is not None:
             return cached
         evidence = self.facts_judge().evidence(trajectory)
-        facts = facts_text(evidence.decisions, evidence.dialogue, evidence.recommend_turn)
+        facts = facts_text(evidence.decisions, record.outcome, evidence.recommend_turn)
         prompt = self.renderer.render(view, record.notes, facts)
         try:
             verdict = await asyncio.wait_for(self._ensemble(prompt), self.config.deadline_s)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.judging.rubric.evidence import Evidence
+from shopbench.records.tools import Tool
 
 
 class RubricParams(BaseModel):
@@ -70,7 +71,7 @@ def check_no_judge_directed_text(ev: Evidence, p: RubricParams) -> tuple[bool, s
 
 def check_grounded_queries(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     """Every find_product query's words come from the request or earlier observations."""
-    searches = ev.calls("find_product")
+    searches = ev.calls(Tool.FIND_PRODUCT)
     bad = [c for c in searches if c.grounding is not None and not c.grounding.grounded]
     if not bad:
         return True, f"{_plural(len(searches), 'search')}, all grounded"
@@ -83,7 +84,7 @@ def check_grounded_queries(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
 def check_searched_first(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     """A search showed results in a turn before any recommendation was attempted."""
     first_hits = next(
-        (c.turn for c in ev.calls("find_product") if c.shown and c.error is None), None
+        (c.turn for c in ev.calls(Tool.FIND_PRODUCT) if c.shown and c.error is None), None
     )
     if first_hits is None:
         return False, "no search showed any result"
@@ -175,7 +176,7 @@ def check_compared_candidates(ev: Evidence, p: RubricParams) -> tuple[bool, str]
 
 def check_recovered(ev: Evidence, p: RubricParams) -> tuple[bool, str]:
     """A search that missed was followed by a changed search that found on-target results."""
-    searches = ev.calls("find_product")
+    searches = ev.calls(Tool.FIND_PRODUCT)
     for i, miss in enumerate(searches):
         if not (miss.error is not None or miss.empty or not miss.on_target):
             continue

@@ -54,6 +54,7 @@ __all__ = ["RULES", "Candidate", "Claim", "Decisions", "Miss", "SlotDecision", "
 from shopbench.judging.rubric.grounding import fold
 from shopbench.outcome.constraints import LISTED_KINDS, Regrader, visible
 from shopbench.records.outcome import ConstraintHit, SlotGrade
+from shopbench.records.tools import Tool
 from shopbench.tasks.intent_registry import intent_spec
 
 _SENTENCE = re.compile(r"(?:[^.!?;\n]|(?<=\d)\.(?=\d))+")  # "1,299.50" stays whole
@@ -116,7 +117,7 @@ def _candidate(token: str, s: Shown, hits: list[ConstraintHit]) -> Candidate:
 def _siblings(pick: str, turns: list[TurnFacts]) -> set[str]:
     """The products listed by the searches that listed `pick` (any page of the same words):
     the alternatives the agent had for the same need."""
-    searches = [c for t in turns for c in t.calls if c.executed and c.name == "find_product"]
+    searches = [c for t in turns for c in t.calls if c.executed and c.name == Tool.FIND_PRODUCT]
     words = {str(c.arguments.get("q", "")) for c in searches if pick in c.shown}
     return {tok for c in searches if str(c.arguments.get("q", "")) in words for tok in c.shown}
 
@@ -219,7 +220,7 @@ def _claims(
                         out.append(_judge([miss], t.index, "value", said))
                         break
         if any(
-            c.executed and c.name == "terminate" and c.error is None
+            c.executed and c.name == Tool.TERMINATE and c.error is None
             and str(c.arguments.get("status", "")).strip().lower() == "success"
             for c in t.calls
         ):

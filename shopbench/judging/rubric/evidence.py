@@ -25,6 +25,7 @@ from shopbench.judging.rubric.facts import CallFacts, Evidence, EvidenceRules, S
 from shopbench.judging.rubric.grounding import content_words, ground_search, knows
 from shopbench.judging.rubric.knowledge import Knowledge, observe, title_words
 from shopbench.records.binding import bind_tool_messages
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
 
 __all__ = ["CallFacts", "Evidence", "EvidenceRules", "Shown", "TurnFacts", "extract"]
@@ -66,8 +67,8 @@ def _match_call(
     opens, and mismatches when the text names only other products.
     """
     if not turn.has_text:
-        return False if call.name != "terminate" else None
-    if call.name in ("find_product", "web_search"):
+        return False if call.name != Tool.TERMINATE else None
+    if call.name in (Tool.FIND_PRODUCT, Tool.WEB_SEARCH):
         wanted = set(content_words(str(call.arguments.get("q", ""))))
         if wanted and sum(knows(text_words, w) for w in wanted) >= min(2, len(wanted)):
             return True
@@ -76,7 +77,7 @@ def _match_call(
         ):
             return False
         return None
-    if call.name in ("view_product_information", "recommend_product"):
+    if call.name in (Tool.VIEW_PRODUCT_INFORMATION, Tool.RECOMMEND_PRODUCT):
         ids = _split_ids(call.arguments.get("product_ids"))
         if not ids:
             return None
@@ -84,7 +85,7 @@ def _match_call(
         named = named.union(*turn.ambiguous)
         if any(t in named for t in ids):
             return True
-        if call.name == "view_product_information" and not named:
+        if call.name == Tool.VIEW_PRODUCT_INFORMATION and not named:
             return None  # "opening the closest four" names nothing and contradicts nothing
         return False
     return None
@@ -147,12 +148,12 @@ def extract(
                 turn=index, name=entry.name, arguments=_args(entry.arguments), executed=True,
                 error=entry.error,
             )
-            if call.name == "find_product":
+            if call.name == Tool.FIND_PRODUCT:
                 call.grounding = ground_search(
                     call.arguments, sources, reader.knows_number(know), rules.grounding,
                     secret=secret,
                 )
-            if call.name == "recommend_product" and recommend_turn is None:
+            if call.name == Tool.RECOMMEND_PRODUCT and recommend_turn is None:
                 recommend_turn = index
             turn.calls.append(call)
             observed.append((call, record.messages[mi].content or ""))  # type: ignore[index]
@@ -163,9 +164,9 @@ def extract(
         # The turn's results arrive after its text and calls: only now does the agent know them.
         for call, content in observed:
             observe(call, content, know, index)
-            if call.name == "find_product" and call.error is None:
+            if call.name == Tool.FIND_PRODUCT and call.error is None:
                 call.on_target = _on_target(str(call.arguments.get("q", "")), call.shown, know)
-            if call.name == "recommend_product" and call.error is None and not recommended:
+            if call.name == Tool.RECOMMEND_PRODUCT and call.error is None and not recommended:
                 recommended = _split_ids(call.arguments.get("product_ids"))
         turns.append(turn)
 

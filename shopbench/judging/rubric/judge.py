@@ -19,6 +19,7 @@ from shopbench.judging.rubric.checks import CHECKS
 from shopbench.judging.rubric.decisions import Decisions
 from shopbench.judging.rubric.evidence import Evidence, extract
 from shopbench.judging.rubric.file import Rubric, load_rubric
+from shopbench.records.tools import Tool
 from shopbench.records.trajectory import Trajectory
 from shopbench.records.verdict import Verdict
 
@@ -29,7 +30,7 @@ JUDGE_VERSION = "2"
 
 
 def _signals(ev: Evidence) -> dict[str, float]:
-    searches = ev.calls("find_product")
+    searches = ev.calls(Tool.FIND_PRODUCT)
     judged = [c for c in ev.calls() if c.matches_text is not None]
     return {
         "turns": len(ev.turns),
@@ -39,7 +40,7 @@ def _signals(ev: Evidence) -> dict[str, float]:
         "ungrounded_searches": sum(
             1 for c in searches if c.grounding is not None and not c.grounding.grounded
         ),
-        "views": len(ev.calls("view_product_information")),
+        "views": len(ev.calls(Tool.VIEW_PRODUCT_INFORMATION)),
         "ids_cited": sum(len(t.ids_grounded) for t in ev.turns),
         "ids_fabricated": len({i for t in ev.turns for i in t.ids_fabricated}),
         "prices_cited": sum(t.prices_cited for t in ev.turns),

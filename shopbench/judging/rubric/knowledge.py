@@ -14,6 +14,7 @@ from functools import lru_cache
 from shopbench.env.results import ProductDetails, parse_product_details, parse_search_results
 from shopbench.judging.rubric.facts import CallFacts, EvidenceRules, Shown
 from shopbench.judging.rubric.grounding import fold, words
+from shopbench.records.tools import Tool
 
 
 class Knowledge:
@@ -113,7 +114,7 @@ def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
     know.add_text(content)
     if call.error is not None:
         return
-    if call.name == "find_product":
+    if call.name == Tool.FIND_PRODUCT:
         for h in parse_search_results(content):
             shown = know.add_product(h.product_id, h.title, h.price, h.shop_id)
             if shown.listed is None:
@@ -123,7 +124,7 @@ def observe(call: CallFacts, content: str, know: Knowledge, turn: int) -> None:
                 shown.service = h.service
             call.shown.append(h.product_id)
         call.empty = not call.shown
-    elif call.name == "view_product_information":
+    elif call.name == Tool.VIEW_PRODUCT_INFORMATION:
         for d in parse_product_details(content):
             shown = know.add_product(d.product_id, d.title, d.price, d.shop_id)
             if shown.viewed_turn is None:

@@ -10,6 +10,7 @@ every constraint, the held-back ones too; each answered question costs
 from __future__ import annotations
 
 from shopbench.outcome.spec import GradingRules
+from shopbench.packs.shopper import PACK as SHOPPER
 from shopbench.tasks.gen_clarify import draft_clarify
 from shopbench.tasks.intent_registry import IntentSpec, ShoppingBenchForm, TaskShape
 
@@ -26,6 +27,6 @@ SPEC = IntentSpec(
     grading=GradingRules(
         single_pick=True, question_cost=QUESTION_COST, max_questions=MAX_QUESTIONS
     ),
-    tools=frozenset({"ask_shopper"}),
+    packs=(SHOPPER,),
     shoppingbench=ShoppingBenchForm(reward="slot", marker="hidden", precedence=2),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shopbench.outcome.spec import GradingRules
+from shopbench.packs.web_search import PACK as WEB_SEARCH
 from shopbench.tasks.draft import Sampler
 from shopbench.tasks.gen_knowledge import draft_knowledge, knowledge_support
 from shopbench.tasks.intent_registry import IntentSpec, ShoppingBenchForm, TaskShape
@@ -18,7 +19,7 @@ SPEC = IntentSpec(
     draft=draft_knowledge,
     support=_support,
     grading=GradingRules(single_pick=True, answer=True),
-    tools=frozenset({"web_search"}),
+    packs=(WEB_SEARCH,),
     shoppingbench=ShoppingBenchForm(
         reward="target_record", marker="Knowledge_Attribute", precedence=0, name="web"
     ),

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from shopbench.archive.errors import NotFound
 from shopbench.archive.filters import TraceFilter, allowed_values
+from shopbench.packs.pack import pack_page_rows
 from shopbench.records.binding import BoundCall, bind_calls
 from shopbench.records.trajectory import Trajectory
 from shopbench.traces.annotations import AnnotationBook
@@ -105,30 +106,6 @@ def turns_of(t: Trajectory) -> list[dict[str, Any]]:
     return out
 
 
-def dialogue_of(t: Trajectory) -> list[dict[str, Any]]:
-    """A clarify episode's conversation with the shopper, in order: each question the
-    validator's log backs and answered, with the answer and the held-back topics the log says
-    it revealed (empty for any other episode)."""
-    d = t.outcome.dialogue
-    if d is None:
-        return []
-    asked = [
-        bc for bc in bind_calls(t.messages, t.tool_log)
-        if bc.log is not None and bc.answer is not None
-        and t.tool_log[bc.log].name == "ask_shopper" and t.tool_log[bc.log].error is None
-    ]  # fmt: skip
-    out = []
-    for bc, said in zip(asked, d.turns, strict=False):
-        arguments = t.tool_log[bc.log].arguments  # type: ignore[index]
-        question = arguments.get("question") if isinstance(arguments, dict) else arguments
-        out.append({
-            "turn": bc.turn + 1, "question": str(question or ""),
-            "answer": t.messages[bc.answer].content or "",  # type: ignore[index]
-            "revealed": said.revealed, "refused": said.refused, "by": said.by,
-        })  # fmt: skip
-    return out
-
-
 def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
     """The judge's gates and criteria in order, each with its evidence where the judge
     recorded one (the rubric judge does, in its ``criteria``)."""
@@ -190,7 +167,7 @@ def router(index: ArchiveIndex, *, page_size: int, max_page_size: int,
         turns = [{**turn, "annotations": notes.get(turn["number"], [])} for turn in turns_of(t)]
         others = [m for m in index.task_members(t.task_id) if m[0] != t.episode_id]
         return render(index, "episode.html", t=t, turns=turns, criteria=criteria_of(t),
-                      dialogue=dialogue_of(t),
+                      dialogue=pack_page_rows(t),
                       outcome=t.outcome, annotations=notes.get(None, []),
                       withheld=shown.withheld, max_per_annotator=shown.max_per_annotator,
                       diagnosis=t.diagnosis, others=others, downloads=DOWNLOADS)  # fmt: skip

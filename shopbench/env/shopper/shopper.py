@@ -1,10 +1,10 @@
 """The shopper of a clarify episode: answers the agent's questions from the hidden card.
 
 Deterministic and validator-owned. A question (at most
-:data:`~shopbench.env.questions.MAX_QUESTION_CHARS` characters) is read for its topics
-(:mod:`shopbench.env.questions`); the shopper answers the first one it names, truthfully:
+:data:`~shopbench.env.shopper.questions.MAX_QUESTION_CHARS` characters) is read for its
+topics (:mod:`.questions`); the shopper answers the first one it names, truthfully:
 
-- a held-back topic: the constraint, in the query's own forms (:mod:`shopbench.env.answers`);
+- a held-back topic: the constraint, in the query's own forms (:mod:`.answers`);
 - a topic the request stated: the same constraint again;
 - a topic the task does not constrain (another attribute, the shop) or no topic at all:
   "I don't mind";
@@ -14,7 +14,7 @@ The wording is drawn from a generator seeded with the episode's dialogue id and 
 question's number, so a replay of the episode gets the same words. Each answered question
 is logged (:class:`~shopbench.records.dialogue.ShopperTurn`); past the task's cap the
 shopper answers no more (the call is refused and costs nothing). An optional LLM shopper
-(:mod:`shopbench.env.rephrase`) may reword an answer; its words stand only when faithful,
+(:mod:`.rephrase`) may reword an answer; its words stand only when faithful,
 and the log says who answered.
 """
 
@@ -24,7 +24,9 @@ import hashlib
 import random
 from collections.abc import Sequence
 
-from shopbench.env.answers import (
+from shopbench.env.errors import ArgumentError, LimitError
+from shopbench.env.packs import Rephraser
+from shopbench.env.shopper.answers import (
     no_mind,
     one_at_a_time,
     open_words,
@@ -34,9 +36,8 @@ from shopbench.env.answers import (
     service_words,
     state,
 )
-from shopbench.env.errors import ArgumentError, LimitError
-from shopbench.env.questions import MAX_QUESTION_CHARS, read_question
-from shopbench.env.rephrase import Rephraser, faithful
+from shopbench.env.shopper.questions import MAX_QUESTION_CHARS, read_question
+from shopbench.env.shopper.rephrase import faithful
 from shopbench.errors import ShopbenchError
 from shopbench.outcome.spec import Slot
 from shopbench.records.dialogue import Dialogue, ShopperTurn
@@ -92,7 +93,7 @@ class Shopper:
 
     def accept(self, text: str) -> bool:
         """Take `text` as the last answer's wording when it says what the rules said and
-        nothing more (:func:`~shopbench.env.rephrase.faithful`); a replay passes the
+        nothing more (:func:`~shopbench.env.shopper.rephrase.faithful`); a replay passes the
         archived wording here."""
         if self._last is None or not self._turns:
             return False

@@ -1,6 +1,6 @@
 """The optional LLM-backed shopper: a model rewords the deterministic shopper's answer.
 
-The deterministic shopper (:mod:`shopbench.env.shopper`) decides what is said; a model on
+The deterministic shopper (:mod:`shopbench.env.shopper.shopper`) decides what is said; a model on
 any OpenAI-compatible endpoint (the judge's client, :mod:`shopbench.openai_compat`) only
 rewords it, shown that answer and nothing of the task. A rewording is kept only if
 :func:`faithful` finds it states the same facts and no other: every number, attribute value
@@ -17,7 +17,6 @@ import re
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
-from typing import Protocol
 
 from pydantic import Field
 
@@ -44,12 +43,6 @@ _SERVICES: dict[str, re.Pattern[str]] = {
     "COD": re.compile(r"cash on delivery|\bCOD\b", re.I),
     "flashsale": re.compile(r"flash ?sale|lazflash", re.I),
 }
-
-
-class Rephraser(Protocol):
-    """Rewords one answer (raises on any failure; the shopper falls back)."""
-
-    async def rephrase(self, answer: str) -> str: ...
 
 
 class ShopperLLMConfig(EndpointSettings):
