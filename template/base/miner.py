@@ -36,7 +36,8 @@ from template.base.neuron import NeuronError, missing_subnet
 from template.base.ports import bind_error
 from template.errors import ChainClientError, SubnetNotFound
 from template.protocol import AgentCard
-from template.transport import CallerGate, MinerAppConfig, StandingConfig, bind, create_miner_app
+from template.serve import bind
+from template.transport import CallerGate, MinerAppConfig, StandingConfig, create_miner_app
 
 log = logging.getLogger("template.miner")
 UNSPECIFIED_HOSTS = frozenset({"0.0.0.0", "::", ""})

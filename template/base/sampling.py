@@ -8,7 +8,7 @@ import hmac
 import logging
 from collections.abc import Sequence
 
-from template.chain.model import MetagraphView
+from template.metagraph import MetagraphView
 from template.transport import MinerEndpoint
 
 log = logging.getLogger("template.validator")

@@ -56,8 +56,8 @@ from template.base.round import RoundContext, RoundLimits, RoundResult, play_rou
 from template.base.sampling import sample, serving
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
 from template.base.taskbank import TaskBank, derived_seed
-from template.chain.model import MetagraphView
 from template.errors import ChainClientError, SubnetNotFound
+from template.metagraph import MetagraphView
 from template.signing import HotkeySigner
 from template.transport import ClientConfig, MinerClient, MinerEndpoint
 

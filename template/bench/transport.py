@@ -91,8 +91,9 @@ def serve(miner: str, validator_hotkey: str, slots: int) -> None:
     import uvicorn
 
     from template.protocol import AgentCard
+    from template.serve import bind
     from template.signing import LocalWallet
-    from template.transport import CallerGate, MinerAppConfig, bind, create_miner_app
+    from template.transport import CallerGate, MinerAppConfig, create_miner_app
 
     app = create_miner_app(
         InstantPolicy(),

@@ -93,8 +93,9 @@ def serve(validator_hotkey: str, names: list[str]) -> None:
     import uvicorn
 
     from template.protocol import AgentCard
+    from template.serve import bind
     from template.signing import LocalWallet
-    from template.transport import CallerGate, MinerAppConfig, bind, create_miner_app
+    from template.transport import CallerGate, MinerAppConfig, create_miner_app
 
     policy = InstantPolicy()
     gate = CallerGate.allow({validator_hotkey})

@@ -3,8 +3,10 @@
 - :class:`BittensorChain` — the bittensor 11 SDK against a subtensor node;
 - :class:`LocalChain` — the same SDK code against :class:`MemorySubstrate`, an in-memory
   chain for the arena and tests;
-- the models they return (:class:`MetagraphView`, :class:`Commitment`,
-  :class:`WeightsReceipt`) and their :class:`ChainConfig`.
+- the models they return (:class:`Commitment`, :class:`WeightsReceipt`; the metagraph's,
+  :class:`~template.metagraph.MetagraphView`, lives a floor below, in
+  :mod:`template.metagraph`, where the transport reads it too) and their
+  :class:`ChainConfig`.
 """
 
 from template.chain.bittensor_chain import BittensorChain, typed_chain_error
@@ -12,7 +14,7 @@ from template.chain.client import ChainClient, ChainConfig
 from template.chain.local import LocalChain
 from template.chain.memory.state import SubnetParams, TimelockedCommit
 from template.chain.memory.substrate import MemorySubstrate
-from template.chain.model import Commitment, MetagraphView, NeuronView, WeightsReceipt
+from template.chain.model import Commitment, WeightsReceipt
 
 __all__ = [
     "BittensorChain",
@@ -21,8 +23,6 @@ __all__ = [
     "Commitment",
     "LocalChain",
     "MemorySubstrate",
-    "MetagraphView",
-    "NeuronView",
     "SubnetParams",
     "TimelockedCommit",
     "WeightsReceipt",

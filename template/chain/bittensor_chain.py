@@ -25,7 +25,7 @@ from bittensor.settings import (
 )
 
 from template.chain.client import ChainConfig
-from template.chain.model import Commitment, MetagraphView, NeuronView, WeightsReceipt
+from template.chain.model import Commitment, WeightsReceipt
 from template.errors import (
     ChainClientError,
     ChainRejected,
@@ -35,6 +35,7 @@ from template.errors import (
     RateLimited,
     SubnetNotFound,
 )
+from template.metagraph import MetagraphView, NeuronView
 
 log = logging.getLogger("template.chain")
 T = TypeVar("T")

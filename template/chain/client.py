@@ -13,7 +13,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from template.chain.model import Commitment, MetagraphView, WeightsReceipt
+from template.chain.model import Commitment, WeightsReceipt
+from template.metagraph import MetagraphView
 
 
 class ChainConfig(BaseModel):

@@ -5,19 +5,19 @@
   and stake-priority admission under load;
 - :class:`MinerClient` — the validator's pooled, bounded, deadline-keeping client, with
   :class:`ClientConfig` and :class:`MinerEndpoint`;
-- :class:`RemotePolicy` — a miner as a ``Policy``, one signed request per turn;
-- :class:`BackgroundServer` — an app served on a loopback port in a thread.
+- :class:`RemotePolicy` — a miner as a ``Policy``, one signed request per turn.
+
+Serving an app on a socket (``bind``, ``BackgroundServer``) is a floor below, in
+:mod:`template.serve`, which the development chain's server shares.
 """
 
 from template.transport.admission import Overloaded, PriorityAdmission
 from template.transport.client import ClientConfig, MinerClient, MinerEndpoint
 from template.transport.remote_policy import RemotePolicy, TurnReport
-from template.transport.serve import BackgroundServer, bind
 from template.transport.server import MinerAppConfig, create_miner_app
 from template.transport.standing import CallerGate, Forbidden, StandingConfig
 
 __all__ = [
-    "BackgroundServer",
     "CallerGate",
     "ClientConfig",
     "Forbidden",
@@ -29,6 +29,5 @@ __all__ = [
     "RemotePolicy",
     "StandingConfig",
     "TurnReport",
-    "bind",
     "create_miner_app",
 ]

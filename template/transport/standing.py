@@ -12,7 +12,7 @@ import threading
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from template.chain.model import MetagraphView
+from template.metagraph import MetagraphView
 
 
 class Forbidden(Exception):

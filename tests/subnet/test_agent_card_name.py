@@ -15,8 +15,8 @@ from bittensor import http_auth
 from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3
 from template.base.config import miner_config
 from template.base.miner import Miner, make_agent
+from template.serve import BackgroundServer
 from template.signing import LocalWallet
-from template.transport import BackgroundServer
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = LocalWallet.derive("card-name-validator")

@@ -26,8 +26,8 @@ from template.errors import (
     NotRegistered,
     RateLimited,
 )
+from template.serve import BackgroundServer
 from template.signing import LocalWallet
-from template.transport.serve import BackgroundServer
 
 T = TypeVar("T")
 NETUID = 7

@@ -20,8 +20,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from template.chain import BittensorChain, ChainConfig, MetagraphView
+from template.chain import BittensorChain, ChainConfig
 from template.errors import RateLimited
+from template.metagraph import MetagraphView
 from template.signing import LocalWallet
 
 T = TypeVar("T")

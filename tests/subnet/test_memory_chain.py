@@ -28,8 +28,8 @@ from template.chain.memory.wire import (
     parse_url,
     write_payload,
 )
+from template.serve import BackgroundServer
 from template.signing import HotkeySigner, LocalWallet
-from template.transport.serve import BackgroundServer
 
 NETUID = 3
 

@@ -27,8 +27,8 @@ from template.chain.memory.server import (
     new_chain,
 )
 from template.chain.memory.state import SubnetParams
+from template.serve import BackgroundServer
 from template.signing import LocalWallet
-from template.transport.serve import BackgroundServer
 
 NETUID = 3
 LIMITS = WriteLimits(registrations_per_coldkey=3, registration_cost=1.0, coldkey_allowance=20.0)

@@ -23,8 +23,8 @@ from template.base.miner import Miner, make_agent
 from template.base.neuron import NeuronError, write_local_wallet
 from template.chain import LocalChain, MemorySubstrate, SubnetParams
 from template.protocol import StepRequest
+from template.serve import BackgroundServer
 from template.signing import LocalWallet
-from template.transport import BackgroundServer
 
 ROOT = Path(__file__).resolve().parents[2]
 NETUID = 4

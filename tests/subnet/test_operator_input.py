@@ -20,7 +20,7 @@ from template.base.neuron import write_local_wallet
 from template.base.ports import port_holder
 from template.chain import MemorySubstrate, SubnetParams
 from template.chain.memory.server import MemoryChainService, memory_chain_app
-from template.transport.serve import BackgroundServer
+from template.serve import BackgroundServer
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -48,8 +48,9 @@ def _child(state_dir: Path, rounds: int) -> None:
     from template.base.validator import Validator
     from template.chain import LocalChain, MemorySubstrate, SubnetParams
     from template.protocol import AgentCard
+    from template.serve import BackgroundServer
     from template.signing import LocalWallet
-    from template.transport import BackgroundServer, CallerGate, create_miner_app
+    from template.transport import CallerGate, create_miner_app
 
     validator = LocalWallet.derive("restart-validator")
 

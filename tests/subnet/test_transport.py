@@ -24,7 +24,6 @@ from shopbench.outcome.spec import Slot
 from shopbench.records.trajectory import Signature, Trajectory
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
-from template.chain.model import MetagraphView, NeuronView
 from template.errors import (
     BadStatus,
     ConnectionFailed,
@@ -35,10 +34,11 @@ from template.errors import (
     TransportError,
     TransportTimeout,
 )
+from template.metagraph import MetagraphView, NeuronView
 from template.protocol import AgentCard, StepRequest
+from template.serve import BackgroundServer
 from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 from template.transport import (
-    BackgroundServer,
     CallerGate,
     ClientConfig,
     MinerAppConfig,

@@ -46,8 +46,9 @@ from template.base.state import RotationState
 from template.base.validator import Validator
 from template.chain import LocalChain, MemorySubstrate, SubnetParams
 from template.protocol import AgentCard
+from template.serve import BackgroundServer
 from template.signing import HotkeyVerifier, LocalWallet
-from template.transport import BackgroundServer, CallerGate, create_miner_app
+from template.transport import CallerGate, create_miner_app
 
 NETUID = 3
 SEED = 7  # the seed of the conftest catalog

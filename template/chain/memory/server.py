@@ -326,7 +326,7 @@ async def serve_memory_chain(config: MemoryChainConfig, announce: Any = print) -
     """Serve a new chain until cancelled (SIGINT/SIGTERM stop uvicorn)."""
     import uvicorn
 
-    from template.transport.serve import bind
+    from template.serve import bind
 
     substrate = new_chain(config)
     sock = bind(config.host, config.port)
