@@ -82,6 +82,11 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 |                               | UnknownValidator: a pull of a |                                  |
 |                               | validator the source lacks    |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
+| ``arena.errors`` → ArenaError | the arena cannot run: a       | the CLI                          |
+|                               | miner did not start, a bad    |                                  |
+|                               | --add-miner, an unusable      |                                  |
+|                               | catalog                       |                                  |
++-------------------------------+-------------------------------+----------------------------------+
 | ``verify.errors`` →           | a verification cannot run as  | the CLI; a record naming a       |
 | VerifyError                   | asked: no archive, a catalog  | rubric version this release      |
 |                               | of another seed, no source of | lacks is that episode's          |
@@ -135,10 +140,9 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | InvalidChainRequest,          |                               |                                  |
 | ChainRejected)                |                               |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
-| ``template`` → ArenaError,    | subnet layer, one class each: | the CLI; a neuron's ``main``     |
-| ClockError, NeuronError,      | the arena, the clock, a       |                                  |
-| ConfigError, StateError       | neuron's start, its config,   |                                  |
-|                               | its state file                |                                  |
+| ``template`` → ClockError,    | subnet layer, one class each: | the CLI; a neuron's ``main``     |
+| NeuronError, ConfigError,     | the clock, a neuron's start,  |                                  |
+| StateError                    | its config, its state file    |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``template`` internal         | signals inside one module of  | the module itself: the in-memory |
 | (``Exception``):              | the subnet layer, never       | chain's dispatch; the transport  |

@@ -1,6 +1,6 @@
 """`shopbench arena` (a whole subnet on this machine) and `shopbench bench validator`.
 
-The arena's options come from its typed config (``template.arena.config``, plain pydantic);
+The arena's options come from its typed config (``shopbench.arena.config``, plain pydantic);
 the subnet plumbing (the rest of ``template``, and through it bittensor) is imported only
 inside the commands, so the rest of the CLI never pays for it.
 """
@@ -15,10 +15,10 @@ import typer
 
 from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
+from shopbench.arena.config import ArenaConfig
 from shopbench.commands import policy_flags
 from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
-from template.arena.config import ArenaConfig
 
 _ARENA = Flags(ArenaConfig)
 
@@ -130,7 +130,7 @@ def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: flo
     """The release's consensus parameters with the arena's overrides (ArenaError if refused)."""
     from pydantic import ValidationError
 
-    from template.arena.miners import ArenaError
+    from shopbench.arena.errors import ArenaError
 
     curve = {k: v for k, v in (("exponent", exponent), ("burn", burn)) if v is not None}
     data = base.model_dump()

@@ -4,33 +4,19 @@ against the base model on the same held-out tasks (:mod:`shopbench.experiment`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
-
-def _arena_config(options: dict[str, Any], out: Path) -> Any:
-    """The arena's config from the experiment's options; ExperimentError naming the key."""
-    from pydantic import ValidationError
-
-    from shopbench.experiment.errors import ExperimentError
-    from template.arena.config import ArenaConfig
-
-    try:
-        return ArenaConfig.model_validate({**options, "out": out})
-    except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise ExperimentError(f"arena.{key}: {message}") from None
+from shopbench.arena.config import ArenaConfig
 
 
-def _play(options: dict[str, Any], out: Path) -> None:
-    """Play the arena (the subnet layer, imported only when one is played)."""
+def _play(arena: ArenaConfig, out: Path) -> None:
+    """Play the experiment's arena into `out` (the subnet layer, imported only when one is
+    played)."""
     from template.arena.run import run_arena
     from template.arena.view import QuietView
 
-    run_arena(_arena_config(options, out), QuietView())
+    run_arena(arena.model_copy(update={"out": out}), QuietView())
 
 
 def register_experiment(distill_app: typer.Typer) -> None:
@@ -52,8 +38,6 @@ def register_experiment(distill_app: typer.Typer) -> None:
         from template.signing import HotkeyVerifier
 
         loaded = load_experiment(config, **({"model": model} if model is not None else {}))
-        if loaded.arena is not None:
-            _arena_config(loaded.arena, out / "arena")  # refused before any stage runs
         report = run_experiment(
             loaded, out, verifier=HotkeyVerifier(), play_arena=_play, log=typer.echo
         )

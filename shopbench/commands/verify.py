@@ -4,7 +4,7 @@
 The catalog is either a folder (``--catalog``) or built here from the validator's revealed
 seed (``--seed --products``); the tasks come from task files (``--tasks``) or are
 regenerated from the seed exactly as the validator's task bank does
-(``template/base/taskbank.py``, reached here, inside the command, like the arena's).
+(:mod:`shopbench.tasks.bank`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class _Banks:
 
     def __init__(self, directory: Path, catalog: Path, generation: int, seed: int,
                  intents: list[Intent], per_intent: int) -> None:  # fmt: skip
-        from template.base.taskbank import TaskBank
+        from shopbench.tasks.bank import TaskBank
 
         self.bank = TaskBank(directory, catalog, generation, seed, intents, per_intent)
         self._by_epoch: dict[int, dict[str, Task]] = {}

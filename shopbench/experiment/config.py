@@ -4,8 +4,9 @@ file.
 The file names the archive (an arena to play, or one that exists), the model, the view the
 rows and the policies read, the training budget every arm shares, the arms and the held-out
 evaluation. Every check that needs no work runs when the file loads: an unknown arm, view or
-key, a model directory that cannot be played, arms without ``base``. Paths in the file are
-read from the working folder, as a command's paths are.
+key, an arena option the arena refuses, a model directory that cannot be played, arms
+without ``base``. Paths in the file are read from the working folder, as a command's paths
+are.
 """
 
 from __future__ import annotations
@@ -13,10 +14,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from shopbench.agents.format.views import ObservationView
 from shopbench.agents.local.config import check_model_dir
+from shopbench.arena.config import ArenaConfig
 from shopbench.datafiles import read_mapping
 from shopbench.distill.config import CONFIGS, shipped_config
 from shopbench.errors import ShopbenchError
@@ -142,9 +151,9 @@ class ExperimentConfig(BaseModel):
 
     seed: int = Field(default=0, description="seed of the build's split, training, sampling")
     model: Path = Field(description="the base model's directory (distill prepare's --out)")
-    arena: dict[str, Any] | None = Field(
+    arena: ArenaConfig | None = Field(
         default=None, description="shopbench arena options (products, rounds, miners, ...) "
-        "of the arena that makes the archive",
+        "of the arena that makes the archive (its out: the experiment's arena/ folder)",
     )  # fmt: skip
     archive: ArchiveSpec | None = Field(default=None, description="an archive that exists")
     view: str = Field(default="full", description="observation view id of rows and policies")
@@ -168,6 +177,12 @@ class ExperimentConfig(BaseModel):
     )  # fmt: skip
     train: TrainSpec = Field(default_factory=TrainSpec)
     eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @field_serializer("arena")
+    def _arena_as_given(self, arena: ArenaConfig | None) -> dict[str, Any] | None:
+        # The options the file gave, not every default: config.json, which a rerun compares,
+        # keeps reading as it did, and a default the arena changes later is no difference.
+        return None if arena is None else arena.model_dump(mode="json", exclude_unset=True)
 
     @field_validator("view")
     @classmethod
@@ -205,8 +220,8 @@ class ExperimentConfig(BaseModel):
 def load_experiment(path: Path, **overrides: Any) -> ExperimentConfig:
     """The experiment in the file at `path`, with `overrides` (keys given on the command
     line) over the file's. ExperimentError naming the file and the first key refused (an
-    unknown arm, view or key), a model directory that cannot be played, or a config naming
-    both or neither of an arena and an archive."""
+    unknown arm, view or key, an arena option the arena refuses), a model directory that
+    cannot be played, or a config naming both or neither of an arena and an archive."""
     data = read_mapping(path, what="the experiment config", error=ExperimentError,
                         default="yaml")  # fmt: skip
     try:

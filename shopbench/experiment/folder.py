@@ -12,17 +12,17 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
+from shopbench.arena.config import ArenaConfig
 from shopbench.experiment.arms import UNTRAINED, Arm
 from shopbench.experiment.config import Decoding, ExperimentConfig
 
 ARENA_DIR = "arena"
 MARKER = ".done"
-PlayArena = Callable[[dict[str, Any], Path], None]
-"""Plays the arena of the config's options into the folder (the subnet layer's to give)."""
+PlayArena = Callable[[ArenaConfig, Path], None]
+"""Plays the config's arena into the folder, its ``out`` (the subnet layer's to give)."""
 Log = Callable[[str], None]
 
 

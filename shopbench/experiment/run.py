@@ -125,8 +125,8 @@ def _archive(
     folder = stages.out / ARENA_DIR
     if play is None:
         raise ExperimentError("the config plays an arena, but no arena runner was given")
-    options = dict(config.arena)
-    stages.run("arena", folder, lambda: play(options, folder))
+    arena = config.arena
+    stages.run("arena", folder, lambda: play(arena, folder))
     report = json.loads((folder / "arena.json").read_text(encoding="utf-8"))
     played = report.get("catalog")
     catalog = Path(str(played.get("directory") if isinstance(played, dict) else played))

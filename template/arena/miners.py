@@ -16,14 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from shopbench.errors import ShopbenchError
+from shopbench.arena.errors import ArenaError
 
 READY_TIMEOUT_S = 120.0
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class ArenaError(ShopbenchError):
-    """The arena cannot run: a miner did not start, a bad --add-miner, an unusable catalog."""
 
 
 class MinerProcess:

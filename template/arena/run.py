@@ -28,18 +28,19 @@ from shopbench.agents.local.config import HF_PREFIX
 from shopbench.archive.annotations.model import ANNOTATIONS_DIR
 from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
-from shopbench.catalog.errors import CatalogError
-from shopbench.catalog.layout import read_manifest, seed_hash
-from shopbench.errors import ShopbenchError
-from shopbench.records.task import INTENTS
-from template.arena.config import (
+from shopbench.arena.config import (
     DEFAULT_POLICIES,
     AddedMiner,
     ArenaConfig,
     MinerRow,
     parse_added,
 )
-from template.arena.miners import ArenaError, MinerProcess, wait_all_ready
+from shopbench.arena.errors import ArenaError
+from shopbench.catalog.errors import CatalogError
+from shopbench.catalog.layout import read_manifest, seed_hash
+from shopbench.errors import ShopbenchError
+from shopbench.records.task import INTENTS
+from template.arena.miners import MinerProcess, wait_all_ready
 from template.arena.view import ArenaObserver, QuietView
 from template.base.config import (
     ClockConfig,

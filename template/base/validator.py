@@ -47,6 +47,7 @@ from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.combine import LLMSampling
 from shopbench.scoring.copies import credited_score
 from shopbench.scoring.round import RoundJudge
+from shopbench.tasks.bank import TaskBank, derived_seed
 from template.base.config import ValidatorConfig
 from template.base.metrics import MinerGauges, ValidatorMetrics
 from template.base.neuron import Backoff, NeuronError, missing_subnet
@@ -55,7 +56,6 @@ from template.base.rotation import CatalogRotator, RotationConfig
 from template.base.round import RoundContext, RoundLimits, RoundResult, play_round
 from template.base.sampling import sample, serving
 from template.base.state import STATE_FILE, ValidatorState, load_state, save_state
-from template.base.taskbank import TaskBank, derived_seed
 from template.errors import ChainClientError, SubnetNotFound
 from template.metagraph import MetagraphView
 from template.signing import HotkeySigner

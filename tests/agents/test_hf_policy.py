@@ -508,7 +508,7 @@ def test_int8_weights_quantize_every_linear_layer(random_model: HFEngine) -> Non
 
 
 def test_a_miner_and_the_arena_take_a_local_model(random_model: HFEngine) -> None:
-    from template.arena.config import ArenaConfig
+    from shopbench.arena.config import ArenaConfig
     from template.base.config import miner_config
     from template.base.miner import make_agent
 

@@ -18,6 +18,7 @@ from shopbench.agents.format.views import VIEW_FILE
 from shopbench.agents.registry import make_policy
 from shopbench.archive.shards import write_shard
 from shopbench.archive.signing import sign_trajectory
+from shopbench.arena.config import ArenaConfig
 from shopbench.cli import main
 from shopbench.distill.tiny_model import TinyModelConfig, tiny_qwen3
 from shopbench.env.env import ShoppingEnv
@@ -385,10 +386,15 @@ def test_the_arms_are_the_release_curation_and_its_variants() -> None:
 
 def test_the_shipped_configs_load(tiny: Path) -> None:
     root = Path(__file__).resolve().parents[2] / "experiments"
-    for name in ("smollm2-cpu.yaml", "smollm2-cpu-episodes.yaml", "smollm2-cpu-forms.yaml",
-                 "qwen3-4b-gpu.yaml"):
-        config = load_experiment(root / name, model=tiny)
-        assert config.arena is not None and "base" in config.arms
+    shipped = sorted(root.glob("*.yaml"))
+    assert {p.name for p in shipped} >= {"smollm2-cpu.yaml", "qwen3-4b-gpu.yaml"}
+    for path in shipped:
+        config = load_experiment(path, model=tiny)
+        assert isinstance(config.arena, ArenaConfig) and "base" in config.arms
+        # config.json, which a rerun compares, holds the arena options as the file gave them
+        given = yaml.safe_load(path.read_text(encoding="utf-8"))["arena"]
+        assert config.model_dump(mode="json")["arena"] == given
+        assert config.arena.products == given["products"]
     with pytest.raises(ExperimentError, match="no such model directory"):
         load_experiment(root / "qwen3-4b-gpu.yaml")
 

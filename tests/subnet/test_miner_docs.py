@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from shopbench.arena.config import ArenaConfig
 from shopbench.catalog.store import build_catalog
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
-from template.arena.config import ArenaConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "miner.md"

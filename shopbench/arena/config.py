@@ -18,9 +18,9 @@ from shopbench.agents.registry import (
     check_spec,
     kinds_in_turn,
 )
+from shopbench.arena.errors import ArenaError
 from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
-from template.arena.miners import ArenaError
 
 DEFAULT_POLICIES: tuple[str, ...] = kinds_in_turn(SERVABLE_POLICIES)
 """The reference policies the miners play, in uid order (cycled past their number): every

@@ -6,6 +6,10 @@ secret catalog seed — so nobody can predict them — and caches it as a JSONL 
 (a restart reuses it; the same seed gives the same bank anyway). Each round takes the next
 tasks from a secret permutation of each intent's bank, intents interleaved, and every
 miner of the round plays exactly that list.
+
+The validator's loop (``template/base/validator.py``) keeps one bank per catalog generation;
+``shopbench verify`` regenerates the same banks from a revealed seed to find an archived
+episode's task.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from shopbench.records.task import Intent
 from shopbench.tasks.errors import TaskError
 from shopbench.tasks.model import Task
 
-log = logging.getLogger("template.taskbank")
+log = logging.getLogger(__name__)
 
 
 def derived_seed(secret: int, purpose: str) -> int:
