@@ -71,6 +71,9 @@ the list of function schemas (however their parameters differ) that ``apply_chat
 and TRL take."""
 
 
+_VIEW_FIELDS: dict[str, Any] = dict(ObservationView.model_fields)  # Any, as Field() returns
+
+
 class BuildConfig(BaseModel):
     """How a curated set becomes SFT rows."""
 
@@ -86,20 +89,11 @@ class BuildConfig(BaseModel):
     )
     seed: int = Field(default=0, description="seed of the cluster split and weight repetition")
     batch_rows: int = Field(default=1024, ge=1, description="rows per Parquet write")
-    view: ViewName = Field(
-        default="full",
-        description="how tool results read in the rows: full (the environment's text) or "
-        "compact (one line per hit)",
-    )
-    history: int | None = Field(
-        default=None, ge=1,
-        description="keep the tool results of the last N assistant turns whole, the older "
-        "ones as one-line stubs (default: keep all)",
-    )  # fmt: skip
-    prompt: PromptName = Field(
-        default="full", description="the system prompt and tool schemas: full (the "
-        "environment's) or brief (the same rules and tools in a few sentences)",
-    )  # fmt: skip
+    # The observation view's fields as ObservationView declares them (default, bounds, help),
+    # flat here so `distill build` keeps its --view, --history and --prompt.
+    view: ViewName = _VIEW_FIELDS["name"]
+    history: int | None = _VIEW_FIELDS["history"]
+    prompt: PromptName = _VIEW_FIELDS["prompt"]
 
     intents: list[Intent] | None = Field(
         default=None, description="keep only the episodes of these intents (None: every one)"
