@@ -20,7 +20,7 @@ from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.cli import app
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.errors import EnvError
-from shopbench.env.shopper.rephrase import LLMRephraser, ShopperLLMConfig, faithful
+from shopbench.env.shopper.rephrase import LLMRephraser, ShopperLLMConfig, unfaithful_reason
 from shopbench.records.binding import result_digest
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.generate import BuildConfig, build_tasks
@@ -128,13 +128,18 @@ def test_a_failing_or_absent_endpoint_leaves_the_rules_words(
 def test_faithfulness_is_facts_kept_and_none_added() -> None:
     answer = "I'd like it with color family navy blue, priced under 1,200 pesos."
     kw: dict[str, Any] = {"values": ["navy blue", "m"], "forbidden": ["nordic", "curtain"]}
-    assert faithful(answer, "Navy blue, please, and under 1,200 pesos.", **kw) is None
-    assert faithful(answer, "Navy blue, under 1200 pesos, size m.", **kw) is not None
-    assert faithful(answer, "Under 1,200 pesos.", **kw) is not None  # a value dropped
-    assert faithful(answer, "Navy blue, under 1,200 pesos, free shipping.", **kw) is not None
-    assert faithful(answer, "Navy blue nordic one under 1,200 pesos.", **kw) is not None
-    assert faithful(answer, "Navy blue, under 1,200, see https://x.y", **kw) is not None
-    assert faithful(answer, "Navy blue, 1,200 max, id 1234567890", **kw) is not None
+    assert unfaithful_reason(answer, "Navy blue, please, and under 1,200 pesos.", **kw) is None
+    refused = {
+        "Navy blue, under 1200 pesos, size m.": "value 'm' is added",
+        "Under 1,200 pesos.": "value 'navy blue' is dropped",
+        "Navy blue, under 1,300 pesos.": "its numbers are not the answer's",
+        "Navy blue, under 1,200 pesos, free shipping.": "its services are not the answer's",
+        "Navy blue nordic one under 1,200 pesos.": "it names 'nordic'",
+        "Navy blue, under 1,200, see https://x.y": "like an id or a link",
+        "Navy blue, 1,200 max, id 1234567890": "like an id or a link",
+    }
+    for rewording, reason in refused.items():
+        assert reason in (unfaithful_reason(answer, rewording, **kw) or ""), rewording
 
 
 def test_eval_takes_an_llm_shopper(

@@ -3,12 +3,12 @@
 The deterministic shopper (:mod:`shopbench.env.shopper.shopper`) decides what is said; a model on
 any OpenAI-compatible endpoint (the judge's client, :mod:`shopbench.openai_compat`) only
 rewords it, shown that answer and nothing of the task. A rewording is kept only if
-:func:`faithful` finds it states the same facts and no other: every number, attribute value
-and service the answer names, no number, service, value of the task or word of the
-target's title that it does not, and nothing that looks like an id or a link. Any failure —
-the endpoint down or slow, a malformed reply, an unfaithful rewording — leaves the
-deterministic answer, and the shopper's log records which of the two answered
-(:class:`~shopbench.records.dialogue.ShopperTurn.by`).
+:func:`unfaithful_reason` finds no reason to refuse it, that is, it states the same facts
+and no other: every number, attribute value and service the answer names, no number,
+service, value of the task or word of the target's title that it does not, and nothing
+that looks like an id or a link. Any failure — the endpoint down or slow, a malformed
+reply, an unfaithful rewording — leaves the deterministic answer, and the shopper's log
+records which of the two answered (:class:`~shopbench.records.dialogue.ShopperTurn.by`).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _services(text: str) -> set[str]:
     return {s for s, p in _SERVICES.items() if p.search(text)}
 
 
-def faithful(
+def unfaithful_reason(
     answer: str, rewording: str, *, values: Iterable[str], forbidden: Iterable[str]
 ) -> str | None:
     """Why `rewording` does not say what `answer` says and nothing more; None when it does.

@@ -37,7 +37,7 @@ from shopbench.env.shopper.answers import (
     state,
 )
 from shopbench.env.shopper.questions import MAX_QUESTION_CHARS, read_question
-from shopbench.env.shopper.rephrase import faithful
+from shopbench.env.shopper.rephrase import unfaithful_reason
 from shopbench.errors import ShopbenchError
 from shopbench.outcome.spec import Slot
 from shopbench.records.dialogue import Dialogue, ShopperTurn
@@ -93,11 +93,14 @@ class Shopper:
 
     def accept(self, text: str) -> bool:
         """Take `text` as the last answer's wording when it says what the rules said and
-        nothing more (:func:`~shopbench.env.shopper.rephrase.faithful`); a replay passes the
-        archived wording here."""
+        nothing more (:func:`~shopbench.env.shopper.rephrase.unfaithful_reason` finds no
+        reason to refuse it); a replay passes the archived wording here."""
         if self._last is None or not self._turns:
             return False
-        if faithful(self._last, text, values=self._values, forbidden=self._title_words):
+        refused = unfaithful_reason(
+            self._last, text, values=self._values, forbidden=self._title_words
+        )
+        if refused is not None:
             return False
         self._turns[-1] = self._turns[-1].model_copy(update={"by": "llm"})
         self._last = None
