@@ -235,15 +235,12 @@ class RayEngine:
         return cls(cfg, cfg.workers or max(1, cpus))
 
     def ledger_tables(self, curator: Curator, plan: list[ShardWork]) -> Iterator[pa.Table]:
-        import ray.data
+        import ray
 
         if not plan:
             return
         items = [_item(i, w) for i, w in enumerate(plan)]
-        ds = _mapped(
-            ray.data.from_items(items, override_num_blocks=len(items)), PassOne,
-            self._pool(len(items)), {"held": [ray.put(curator)]},
-        )  # fmt: skip
+        ds = self._dataset(items, PassOne, {"held": [ray.put(curator)]})
         expect = 0
         for table in self._run("one", ds):
             first = table.column("seq")[0].as_py() if table.num_rows else None
@@ -253,17 +250,12 @@ class RayEngine:
             yield table.drop_columns(list(STATS))
 
     def kept_tables(self, kept: Iterable[tuple[ShardWork, pa.Table]]) -> Iterator[pa.Table]:
-        import ray.data
-
         items = []
         for unit, (work, rows) in enumerate(kept):
             items.append(_item(unit, work) | {"kept": _ipc(rows)})
         if not items:
             return
-        ds = _mapped(
-            ray.data.from_items(items, override_num_blocks=len(items)), PassTwo,
-            self._pool(len(items)), None,
-        )  # fmt: skip
+        ds = self._dataset(items, PassTwo, None)
         pending: list[pa.Table] = []
         key: tuple[int, int] | None = None
         for table in self._run("two", ds):
@@ -291,12 +283,9 @@ class RayEngine:
         """Any stage over work units on the pool: `cls` (a Ray Data callable class built
         with `kwargs`) maps each item (a dict with its ``unit`` number) to a table stamped
         by :func:`with_stats`; the tables come back in the items' order, stats dropped."""
-        import ray.data
-
         if not items:
             return
-        ds = _mapped(ray.data.from_items(items, override_num_blocks=len(items)), cls,
-                     self._pool(len(items)), kwargs)  # fmt: skip
+        ds = self._dataset(items, cls, kwargs)
         last = -1
         for table in self._run(stage, ds):
             units = table.column(_UNIT).to_pylist()
@@ -304,6 +293,16 @@ class RayEngine:
                 raise CurationError(f"the Ray run returned {stage}'s units out of order")
             last = units[-1] if units else last
             yield table.drop_columns(list(STATS))
+
+    def _dataset(
+        self, items: list[dict[str, Any]], stage: type, kwargs: dict[str, Any] | None
+    ) -> Any:
+        """A Ray dataset of `items`, one block each, mapped by `stage` (built with `kwargs`)
+        on a pool of this engine's actors, one item per call (:func:`_mapped`)."""
+        import ray.data
+
+        source = ray.data.from_items(items, override_num_blocks=len(items))
+        return _mapped(source, stage, self._pool(len(items)), kwargs)
 
     def _pool(self, shards: int) -> Any:
         """A fixed pool of actors: one per worker, no more than there are shards, each
