@@ -15,7 +15,7 @@ import typer
 
 from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
-from shopbench.arena.config import ArenaConfig
+from shopbench.arena.config import ArenaConfig, parse_added
 from shopbench.commands import policy_flags
 from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
@@ -78,7 +78,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         take none."""
         from shopbench.commands.archive import serve_hint
         from shopbench.scoring.consensus import ConsensusConfig
-        from template.arena.run import ARCHIVE_DIR, parse_added, run_arena, validator_hotkey
+        from template.arena.run import ARCHIVE_DIR, run_arena, validator_hotkey
         from template.arena.view import QuietView, RichView
 
         if print_hotkey:

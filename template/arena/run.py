@@ -28,13 +28,7 @@ from shopbench.agents.local.config import HF_PREFIX
 from shopbench.archive.annotations.model import ANNOTATIONS_DIR
 from shopbench.archive.jsonl import TRAJECTORIES_FILE
 from shopbench.archive.store import ArchiveStore, EmbargoPolicy, read_store
-from shopbench.arena.config import (
-    DEFAULT_POLICIES,
-    AddedMiner,
-    ArenaConfig,
-    MinerRow,
-    parse_added,
-)
+from shopbench.arena.config import ArenaConfig, MinerRow
 from shopbench.arena.errors import ArenaError
 from shopbench.catalog.errors import CatalogError
 from shopbench.catalog.layout import read_manifest, seed_hash
@@ -54,17 +48,7 @@ from template.signing import HotkeySigner, LocalWallet
 OWNER, VALIDATOR = "arena-owner", "arena-validator"
 OWNER_UID, VALIDATOR_UID = 0, 1
 ARENA_JSON = "arena.json"
-__all__ = [
-    "DEFAULT_POLICIES",
-    "AddedMiner",
-    "Arena",
-    "ArenaConfig",
-    "ArenaError",
-    "MinerRow",
-    "parse_added",
-    "run_arena",
-    "validator_hotkey",
-]
+__all__ = ["Arena", "run_arena", "validator_hotkey"]
 
 
 def validator_hotkey() -> str:

@@ -20,9 +20,11 @@ from shopbench.archive.manifest import verify_manifest
 from shopbench.archive.shards import iter_manifests
 from shopbench.archive.signing import verify_trajectory
 from shopbench.archive.store import load_embargo, read_store
+from shopbench.arena.config import AddedMiner
+from shopbench.arena.errors import ArenaError
 from shopbench.catalog.layout import seed_hash
 from shopbench.commands import arena as arena_command
-from template.arena.run import AddedMiner, ArenaError, validator_hotkey
+from template.arena.run import validator_hotkey
 from template.base.neuron import write_local_wallet
 from template.signing import HotkeyVerifier
 
