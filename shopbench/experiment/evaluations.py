@@ -9,12 +9,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+from shopbench.agents.local.engine import release_engines
 from shopbench.agents.options import PolicyOptions
+from shopbench.agents.registry import make_policy
+from shopbench.catalog.store import Catalog
+from shopbench.chat import EpisodeLimits
 from shopbench.distill.budget import TurnBudget
+from shopbench.distill.dataset import load_sft
+from shopbench.env.env import ShoppingEnv
+from shopbench.evaluate.intervals import BootstrapConfig
+from shopbench.evaluate.trained.report import write_model_eval
+from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
+from shopbench.evaluate.trained.steps import step_accuracy
 from shopbench.experiment.arms import UNTRAINED, Arm, rows_of
 from shopbench.experiment.config import Decoding, ExperimentConfig
 from shopbench.experiment.folder import Stages, baseline_key, eval_key, model_dir, train_data
 from shopbench.records.trajectory import Trajectory
+from shopbench.tasks.io import read_tasks
+from shopbench.tasks.split import task_groups
+from shopbench.trajectory.loop import RunLimits
 
 KV_CACHE_TOKENS = 65_536
 """Tokens of earlier turns' keys and values an evaluated model keeps across its episodes'
@@ -43,16 +56,6 @@ def steps_of(
 ) -> None:
     """The arm's step accuracy on the reference episodes (once): ``eval/<arm>/steps.json``
     (the report) and ``steps.jsonl`` (each step)."""
-    from shopbench.agents.local.engine import release_engines
-    from shopbench.agents.registry import make_policy
-    from shopbench.catalog.store import Catalog
-    from shopbench.chat import EpisodeLimits
-    from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.intervals import BootstrapConfig
-    from shopbench.evaluate.trained.steps import step_accuracy
-    from shopbench.tasks.io import read_tasks
-    from shopbench.tasks.split import task_groups
-
     if not references:
         return
     folder = stages.out / "steps" / arm
@@ -85,9 +88,6 @@ def evaluate_arm(
     decoding: Decoding,
 ) -> None:
     """The arm's evaluation under `decoding` on the held-out tasks (once)."""
-    from shopbench.evaluate.trained.run import ModelEvalConfig
-    from shopbench.trajectory.loop import RunLimits
-
     spec = config.eval
     train_rows = train_data(config, stages, rows_of(arm)) / "train.parquet"
     options = policy_options(config, budget, kept_tokens=KV_CACHE_TOKENS, decoding=decoding)
@@ -112,8 +112,6 @@ def _example(config: ExperimentConfig, stages: Stages) -> Path:
     with at least three assistant turns (a search, a recommendation, the end; else with the
     most there are), its messages
     after the system prompt, in the rows' view: ``arms/prompted/example.json``."""
-    from shopbench.distill.dataset import load_sft
-
     folder = stages.arm(PROMPTED)
     path = folder / EXAMPLE_FILE
 
@@ -139,10 +137,6 @@ def _example(config: ExperimentConfig, stages: Stages) -> Path:
 def play_baseline(config: ExperimentConfig, stages: Stages, catalog: Path, policy: str) -> None:
     """The reference policy's episodes of the held-out tasks (once), under the arms' limits
     and episode keys: ``eval/baselines/<policy>/``."""
-    from shopbench.agents.options import PolicyOptions
-    from shopbench.evaluate.trained.run import ModelEvalConfig
-    from shopbench.trajectory.loop import RunLimits
-
     spec = config.eval
     eval_config = ModelEvalConfig(
         model=policy, samples=spec.samples, concurrency=spec.concurrency, seed=config.seed,
@@ -153,17 +147,11 @@ def play_baseline(config: ExperimentConfig, stages: Stages, catalog: Path, polic
 
 
 def _play_heldout(
-    config: ExperimentConfig, stages: Stages, catalog: Path, key: str, eval_config: Any
+    config: ExperimentConfig, stages: Stages, catalog: Path, key: str,
+    eval_config: ModelEvalConfig,
 ) -> None:
     """Play `eval_config`'s policy on the held-out tasks into ``eval/<key>/`` (once), each
     finished episode kept in a journal beside it, so an interrupted run resumes."""
-    from shopbench.agents.local.engine import release_engines
-    from shopbench.chat import EpisodeLimits
-    from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.trained.report import write_model_eval
-    from shopbench.evaluate.trained.run import evaluate_model
-    from shopbench.tasks.io import read_tasks
-
     folder = stages.out / "eval" / key
     spec = config.eval
     tasks = read_tasks(stages.out / "heldout.jsonl").tasks
@@ -201,6 +189,8 @@ def read_journal(path: Path) -> list[Trajectory]:
     line cut by the interruption (or otherwise unreadable) is left out and played again."""
     if not path.is_file():
         return []
+    # Not read_trajectories, which refuses a bad line: the run resumed appends after a torn
+    # line, so one can sit mid-file, and its episode is simply played again.
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:

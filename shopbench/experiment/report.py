@@ -14,7 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from shopbench.evaluate.intervals import BootstrapConfig, Estimate
+from shopbench.archive.jsonl import read_trajectories
+from shopbench.catalog.store import Catalog
+from shopbench.evaluate.intervals import BootstrapConfig, Estimate, paired_difference
+from shopbench.evaluate.trained.steps import Step
 from shopbench.evaluate.trained.table import difference_table, run_table
 from shopbench.experiment.arms import BASE, UNTRAINED, Arm, rows_of
 from shopbench.experiment.config import ExperimentConfig
@@ -22,6 +25,8 @@ from shopbench.experiment.folder import HeldOut, Stages, baseline_key, eval_key,
 from shopbench.experiment.plot import render_plot
 from shopbench.experiment.results import ArmResult, BaselineResult, ExperimentReport
 from shopbench.records.trajectory import Trajectory
+from shopbench.tasks.io import read_tasks
+from shopbench.tasks.split import task_groups
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -39,11 +44,6 @@ PAIRED_STEP_METRICS = ("parses", "right_tool", "right_pick")
 
 def _read(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def _trajectories(path: Path) -> list[Trajectory]:
-    with path.open(encoding="utf-8") as f:
-        return [Trajectory.model_validate_json(line) for line in f if line.strip()]
 
 
 def _arm(
@@ -123,9 +123,6 @@ def step_differences(
 ) -> dict[str, Estimate]:
     """Step metric → `a` − `b`, paired over the reference steps both took (the metrics the
     reference decides where they apply: parses, right_tool, right_pick)."""
-    from shopbench.evaluate.intervals import paired_difference
-    from shopbench.evaluate.trained.steps import Step
-
     def load(arm: Arm) -> dict[tuple[str, int], Step]:
         path = stages.out / "steps" / arm / "steps.jsonl"
         if not path.is_file():
@@ -155,15 +152,11 @@ def build_report(
 ) -> ExperimentReport:
     """The report of the experiment folder as it stands: every evaluation run so far
     (`catalog`: the tasks' catalog); the ones still to run are listed as pending."""
-    from shopbench.catalog.store import Catalog
-    from shopbench.tasks.io import read_tasks
-    from shopbench.tasks.split import task_groups
-
     def done(key: str) -> bool:
         return stages.done(stages.out / "eval" / key)
 
     def load(key: str) -> list[Trajectory]:
-        return _trajectories(stages.out / "eval" / key / "trajectories.jsonl")
+        return list(read_trajectories(stages.out / "eval" / key / "trajectories.jsonl"))
 
     planned = [(a, d, eval_key(config, a, d)) for d in config.eval.decoding for a in config.arms]
     runs = {k: load(k) for _, _, k in planned if done(k)}

@@ -38,9 +38,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shopbench.agents.registry import make_policy
+from shopbench.archive.jsonl import read_trajectories
 from shopbench.archive.signing import Verifier
-from shopbench.distill.budget import TurnBudget
+from shopbench.catalog.store import Catalog
+from shopbench.chat import EpisodeLimits
+from shopbench.curation.curated import read_curated
+from shopbench.curation.errors import EmptyResult
+from shopbench.curation.pipeline import curate
+from shopbench.curation.truth import load_truth
+from shopbench.distill.budget import TurnBudget, turn_budget, turn_lengths
+from shopbench.distill.config import load_train_config
+from shopbench.distill.dataset import BuildConfig as SFTBuildConfig
+from shopbench.distill.dataset import build_sft, read_report
+from shopbench.distill.errors import DistillError
+from shopbench.distill.rows import RowFormat
+from shopbench.distill.templates import training_template
+from shopbench.distill.token_budget import read_token_sample, sample_to_tokens
+from shopbench.distill.trainer import train
+from shopbench.env.env import ShoppingEnv
 from shopbench.errors import ShopbenchError
+from shopbench.evaluate.trained.overlap import named_product_ids
+from shopbench.evaluate.trained.steps import play_references
 from shopbench.experiment.arms import UNTRAINED, Arm, curation_of, rows_of, seed_offset
 from shopbench.experiment.config import ExperimentConfig
 from shopbench.experiment.errors import ExperimentError
@@ -48,6 +67,10 @@ from shopbench.experiment.evaluations import evaluate_arm, play_baseline, steps_
 from shopbench.experiment.folder import ARENA_DIR, HeldOut, Log, PlayArena, Stages, train_data
 from shopbench.experiment.report import write_report
 from shopbench.records.trajectory import Trajectory
+from shopbench.tasks.generate import BuildConfig as TaskBuildConfig
+from shopbench.tasks.generate import build_tasks
+from shopbench.tasks.io import read_tasks, write_tasks
+from shopbench.tasks.split import task_groups
 
 EVALUATION_KEYS = frozenset({"eval", "arms"})
 """Config keys whose change leaves the arena, the curations, the rows and the trainings of
@@ -138,10 +161,6 @@ def _curate(
     config: ExperimentConfig, stages: Stages, arm: Arm, archive: Path, truth: Path | None,
     verifier: Verifier | None,
 ) -> None:
-    from shopbench.curation.errors import EmptyResult
-    from shopbench.curation.pipeline import curate
-    from shopbench.curation.truth import load_truth
-
     cfg = curation_of(
         arm, recovery_weight=config.recovery_weight, mask_refused=config.mask_refused
     )
@@ -160,12 +179,9 @@ def _curate(
 
 def _build(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
     """Build the arm's rows (once); its train rows."""
-    from shopbench.distill.dataset import BuildConfig, build_sft, read_report
-    from shopbench.distill.rows import RowFormat
-
     folder = stages.arm(arm) / "sft"
     view = config.observation_view
-    build = BuildConfig(
+    build = SFTBuildConfig(
         format=RowFormat(config.format), seed=config.seed, view=view.name, history=view.history,
         prompt=view.prompt, intents=config.train_intents,
     )  # fmt: skip
@@ -181,8 +197,6 @@ def _build(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
 
 
 def _train_settings(config: ExperimentConfig, *, offset: int = 0) -> Any:
-    from shopbench.distill.config import load_train_config
-
     overrides = {"seed": config.seed + offset, **config.train.overrides}
     return load_train_config(Path(config.train.config), **overrides)
 
@@ -190,14 +204,11 @@ def _train_settings(config: ExperimentConfig, *, offset: int = 0) -> Any:
 def _sample(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
     """Cut the arm's rows to ``train.tokens`` (once), distinct tasks first; its rows taken.
     Without a token budget the arm trains on its whole pool."""
-    from shopbench.distill.dataset import read_report
-
     if config.train.tokens is None:
         return int(read_report(stages.arm(arm) / "sft").get("rows", {}).get("train", 0))
+    # transformers is imported where a tokenizer is loaded, not with the module: it takes
+    # seconds, and a run without a token budget, or resumed past these stages, never needs it
     from transformers import AutoTokenizer
-
-    from shopbench.distill.templates import training_template
-    from shopbench.distill.token_budget import read_token_sample, sample_to_tokens
 
     folder = train_data(config, stages, arm)
     budget = config.train.tokens
@@ -222,19 +233,12 @@ def _sample(config: ExperimentConfig, stages: Stages, arm: Arm) -> int:
 def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut:
     """Draw the held-out tasks (once): tasks of held-out product groups, leaving out any
     whose group a training row names a product of; ExperimentError when too few are left."""
-    from shopbench.catalog.store import Catalog
-    from shopbench.curation.curated import read_curated
-    from shopbench.evaluate.trained.overlap import named_product_ids
-    from shopbench.tasks.generate import BuildConfig, build_tasks
-    from shopbench.tasks.io import write_tasks
-    from shopbench.tasks.split import task_groups
-
     path = stages.out / "heldout.jsonl"
     check = stages.out / "heldout.json"
     if path.is_file() and check.is_file():
         return HeldOut.model_validate_json(check.read_text(encoding="utf-8"))
     spec = config.eval
-    drawn = build_tasks(BuildConfig(
+    drawn = build_tasks(TaskBuildConfig(
         catalog=catalog, intents=spec.intents, n=spec.tasks * spec.draw_factor, split="heldout",
         seed=spec.seed,
     )).tasks  # fmt: skip
@@ -274,8 +278,6 @@ def _heldout(config: ExperimentConfig, stages: Stages, catalog: Path) -> HeldOut
 
 
 def _train(config: ExperimentConfig, stages: Stages, arm: Arm) -> None:
-    from shopbench.distill.trainer import train
-
     folder = stages.arm(arm) / "train"
     cfg = _train_settings(config, offset=seed_offset(arm))
     data = train_data(config, stages, rows_of(arm))
@@ -292,14 +294,10 @@ def _budget(config: ExperimentConfig, stages: Stages) -> TurnBudget:
     tokenizer, and the largest of the arms' budgets, so that no arm has more than
     ``eval.max_cut_share`` of its own turns cut; ExperimentError when the config's
     max_tokens cuts too many of any arm's turns."""
-    from shopbench.distill.budget import turn_budget, turn_lengths
-    from shopbench.distill.errors import DistillError
-    from shopbench.distill.templates import training_template
-
     path = stages.out / "budget.json"
     if path.is_file():
         return TurnBudget.model_validate_json(path.read_text(encoding="utf-8"))
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # lazy, as in _sample
 
     tokenizer = AutoTokenizer.from_pretrained(str(config.model))
     template = training_template(tokenizer)
@@ -324,12 +322,6 @@ def _references(
 ) -> list[Trajectory]:
     """The reference policy's episodes of the first ``eval.step_tasks`` held-out tasks
     (once), each under its replayable key."""
-    from shopbench.agents.registry import make_policy
-    from shopbench.chat import EpisodeLimits
-    from shopbench.env.env import ShoppingEnv
-    from shopbench.evaluate.trained.steps import play_references
-    from shopbench.tasks.io import read_tasks
-
     folder = stages.out / "steps"
     path = folder / "reference.jsonl"
     spec = config.eval
@@ -345,8 +337,7 @@ def _references(
         path.write_text("".join(t.model_dump_json() + "\n" for t in played), encoding="utf-8")
 
     stages.run("references", folder, work)
-    with path.open(encoding="utf-8") as f:
-        return [Trajectory.model_validate_json(line) for line in f if line.strip()]
+    return list(read_trajectories(path))
 
 
 def run_experiment(
