@@ -15,12 +15,17 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | ``shopbench.errors`` →        | the base of every family;     | the CLI: one line ``error:       |
 | ShopbenchError;               | ImportRecordError is one      | ...``, exit status 2; ``catalog  |
 | ImportRecordError;            | malformed line of an imported | import`` without ``--strict``    |
-| UnreadableArguments           | file (file and line named),   | counts and lists bad lines;      |
-|                               | shared by catalog import and  | UnreadableArguments: the         |
+| UnreadableArguments;          | file (file and line named),   | counts and lists bad lines;      |
+| RegistryError                 | shared by catalog import and  | UnreadableArguments: the         |
 |                               | task files; Unreadable-       | environment, into an error       |
 |                               | Arguments (a ValueError too): | observation; every reader of a   |
-|                               | tool-call arguments no reader | record shows the text as sent    |
-|                               | can trust                     |                                  |
+|                               | tool-call arguments no reader | record shows the text as sent;   |
+|                               | can trust; RegistryError (a   | RegistryError: the CLI           |
+|                               | KeyError too): a registry     |                                  |
+|                               | (``shopbench/registry.py``)   |                                  |
+|                               | refused a name: unknown,      |                                  |
+|                               | taken or reserved, or an      |                                  |
+|                               | unknown neighbour             |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 | ``catalog.errors`` →          | a catalog directory, data     | the CLI; SearchError: the shop   |
 | CatalogError (SearchError,    | file or search index is       | tools (``env/tools.py``) turn it |
@@ -150,9 +155,10 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 | Forbidden, _TooLarge          |                               |                                  |
 +-------------------------------+-------------------------------+----------------------------------+
 
-``records``, ``scoring``, ``trajectory``, ``commands``, ``chat.py`` and ``datafiles.py`` have no
-family of their own: they raise the errors of the layers they call (``datafiles`` the class its
-caller names) or :class:`ShopbenchError` itself.
+``records``, ``scoring``, ``trajectory``, ``commands``, ``chat.py``, ``datafiles.py`` and
+``registry.py`` have no family of their own: they raise the errors of the layers they call
+(``datafiles`` the class its caller names, ``registry`` that or RegistryError) or
+:class:`ShopbenchError` itself.
 """
 
 from __future__ import annotations
@@ -172,6 +178,15 @@ class ImportRecordError(ShopbenchError):
         self.path = path
         self.line = line
         self.reason = reason
+
+
+class RegistryError(ShopbenchError, KeyError):
+    """A registry (:class:`shopbench.registry.Registry`) refused a name: one not registered
+    (the message names every one that is), one taken or reserved, or an unknown neighbour.
+    A KeyError too, as a mapping's missing key is; its message reads as one line."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class UnreadableArguments(ShopbenchError, ValueError):

@@ -1,9 +1,11 @@
 """Policies by name: ``careful``, ``greedy``, ``offline``, ``openai:MODEL@URL`` and the rest.
 
 :func:`make_policy` is how the CLI, the evaluation harness and the arena turn a policy spec
-into an object. The reference policies are :data:`REFERENCE_POLICIES` (name → class); every
-listing of their names (:data:`POLICY_NAMES`, help texts, the arena's miners, the benches,
-calibration's honest and dishonest groups) is derived from it. An OpenAI-compatible
+into an object. The scripted policies are :data:`POLICIES`, the one registry idiom
+(:class:`shopbench.registry.Registry`), each tagged with its group; the reference policies
+are its ``reference`` group (:data:`REFERENCE_POLICIES`, name → class), and every listing of
+their names (:data:`POLICY_NAMES`, help texts, the arena's miners, the benches, calibration's
+honest and dishonest groups) is derived from it. An OpenAI-compatible
 endpoint is ``openai:MODEL@URL`` with URL the API root (``.../v1``), e.g.
 ``openai:Qwen/Qwen3-4B@http://localhost:8000/v1``. The endpoint's API key, if it needs one,
 comes from the ``SHOPBENCH_OPENAI_API_KEY`` (else ``OPENAI_API_KEY``) environment variable.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain, zip_longest
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from shopbench.agents.errors import PolicySpecError
@@ -43,53 +44,62 @@ from shopbench.agents.reference import (
     VandalPolicy,
 )
 from shopbench.openai_compat.spec import OPENAI_PREFIX, split_openai_spec
+from shopbench.registry import Registry
 
 if TYPE_CHECKING:
     from shopbench.agents.base import Policy
     from shopbench.catalog.store import Catalog
 
-REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p
-    for p in (
-        CarefulPolicy,
-        CarefulTersePolicy,
-        TrialAndErrorPolicy,
-        GreedyPolicy,
-        NarratorPolicy,
-        NarratorQuotingPolicy,
-        BlufferPolicy,
-        OfflinePolicy,
-        GuesserPolicy,
-        RandomPolicy,
-    )
-})
-"""Every reference policy of the default sets by name, in the order listings show them."""
-ADVERSARY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p
-    for p in (ParaphraserPolicy, LiarPolicy, CopycatPolicy, PadderPolicy, VandalPolicy)
-})
-"""Attacks on curation, the weights and the archive's readers, made by name (``make_policy``,
-an arena's ``--policies``) but left out
-of every default set (:data:`POLICY_NAMES`, the arena's miners, calibration, the benches),
-whose measured figures they would shift."""
-CLARIFY_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p for p in (PresumerPolicy, InterrogatorPolicy)
-})
-"""The careful shopper's two other ways with a clarify request's shopper (never asking,
-asking about everything), made by name; on every other task they are the careful shopper,
-so the default sets leave them out as they leave out its copies."""
+def _policy_name(policy: type[ScriptedPolicy]) -> str:
+    return policy.name
 
-BASELINE_POLICIES: Mapping[str, type[ScriptedPolicy]] = MappingProxyType({
-    p.name: p for p in (FirstHitPolicy, FilteredFirstHitPolicy)
-})
-"""Floors a trained model is measured against (``first_hit``: the message searched, the first
-hit recommended), made by name and played as an experiment's baselines, but left out of every
-default set, whose measured figures they would shift."""
 
-_BY_NAME: Mapping[str, type[ScriptedPolicy]] = MappingProxyType(
-    {**REFERENCE_POLICIES, **CLARIFY_POLICIES, **ADVERSARY_POLICIES, **BASELINE_POLICIES}
+POLICIES: Registry[type[ScriptedPolicy]] = Registry(
+    "policy", key=_policy_name, error=PolicySpecError,
+    also="openai:MODEL@URL, or hf:PATH (a local model directory)",
 )
-POLICY_NAMES: tuple[str, ...] = tuple(REFERENCE_POLICIES)
+"""Every scripted policy by name, tagged with its group (:data:`GROUPS`), in the order
+listings show them: the reference policies, the clarify ones, the adversaries, the
+baselines. A new one is registered here with its group's tag."""
+
+GROUPS = ("reference", "clarify", "adversary", "baseline")
+"""The policies' groups, in the order :data:`POLICIES` lists them:
+
+- ``reference``: every reference policy of the default sets;
+- ``clarify``: the careful shopper's two other ways with a clarify request's shopper (never
+  asking, asking about everything); on every other task they are the careful shopper, so
+  the default sets leave them out as they leave out its copies;
+- ``adversary``: attacks on curation, the weights and the archive's readers, made by name
+  (``make_policy``, an arena's ``--policies``) but left out of every default set
+  (:data:`POLICY_NAMES`, the arena's miners, calibration, the benches), whose measured
+  figures they would shift;
+- ``baseline``: floors a trained model is measured against (``first_hit``: the message
+  searched, the first hit recommended), made by name and played as an experiment's
+  baselines, but left out of every default set.
+"""
+
+for _group, _policies in (
+    ("reference", (
+        CarefulPolicy, CarefulTersePolicy, TrialAndErrorPolicy, GreedyPolicy, NarratorPolicy,
+        NarratorQuotingPolicy, BlufferPolicy, OfflinePolicy, GuesserPolicy, RandomPolicy,
+    )),
+    ("clarify", (PresumerPolicy, InterrogatorPolicy)),
+    ("adversary", (ParaphraserPolicy, LiarPolicy, CopycatPolicy, PadderPolicy, VandalPolicy)),
+    ("baseline", (FirstHitPolicy, FilteredFirstHitPolicy)),
+):  # fmt: skip
+    for _policy in _policies:
+        POLICIES.register(_policy, tags=(_group,))
+
+REFERENCE_POLICIES: Mapping[str, type[ScriptedPolicy]] = POLICIES.tagged("reference")
+"""Every reference policy of the default sets by name, in the order listings show them."""
+ADVERSARY_POLICIES: Mapping[str, type[ScriptedPolicy]] = POLICIES.tagged("adversary")
+"""The adversaries by name (see :data:`GROUPS`)."""
+CLARIFY_POLICIES: Mapping[str, type[ScriptedPolicy]] = POLICIES.tagged("clarify")
+"""The clarify policies by name (see :data:`GROUPS`)."""
+BASELINE_POLICIES: Mapping[str, type[ScriptedPolicy]] = POLICIES.tagged("baseline")
+"""The baselines by name (see :data:`GROUPS`)."""
+
+POLICY_NAMES: tuple[str, ...] = POLICIES.names("reference")
 """The reference policy names."""
 CATALOG_POLICIES: tuple[str, ...] = tuple(
     n for n, p in REFERENCE_POLICIES.items() if p.needs_catalog
@@ -119,7 +129,7 @@ def policy_choices() -> str:
 def honesty(spec: str) -> bool | None:
     """Whether the policy `spec` names shops honestly (True), imitates shopping (False), or
     is neither (None: careless or random reference policies, and any model endpoint)."""
-    policy_class = _BY_NAME.get(spec.strip())
+    policy_class = POLICIES.get(spec.strip())
     return None if policy_class is None else policy_class.honest
 
 
@@ -155,8 +165,8 @@ def check_spec(spec: str) -> None:
         parse_openai_spec(name)
     elif name.startswith(HF_PREFIX):
         check_model_dir(model_path(name))
-    elif name not in _BY_NAME:
-        raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
+    else:
+        POLICIES.lookup(name)
 
 
 def make_policy(
@@ -199,9 +209,7 @@ def make_policy(
         return OpenAIPolicy(OpenAIPolicyConfig(model=model, base_url=url, **options))
     if openai_options or sampling_seed is not None:
         raise PolicySpecError(f"policy {spec!r} takes no endpoint options")
-    policy_class = _BY_NAME.get(name)
-    if policy_class is None:
-        raise PolicySpecError(f"unknown policy {spec!r}; known: {policy_choices()}")
+    policy_class = POLICIES.lookup(name)
     if policy_class.needs_catalog:
         if catalog is None:
             raise PolicySpecError(f"policy {name!r} needs the catalog it solves tasks with")

@@ -97,13 +97,10 @@ class CurateConfig(BaseModel):
             return data
         for name in data:
             if name not in RULES and name != RECOVERY:
-                raise ValueError(
-                    f"unknown rule {name!r} (rules: {', '.join(RULES.names())}; "
-                    f"also: {RECOVERY})"
-                )
+                raise ValueError(f"{RULES.unknown(name)}, or {RECOVERY} (its own table)")
         tables: dict[str, Any] = {
             rule.name: _section(rule.name, rule.params, data.get(rule.name, {}))
-            for rule in RULES
+            for rule in RULES.values()
         }
         tables[RECOVERY] = _section(RECOVERY, RecoveryParams, data.get(RECOVERY, {}))
         return tables
@@ -126,7 +123,7 @@ class CurateConfig(BaseModel):
 
     def plan(self) -> list[tuple[Rule[Any], RuleParams]]:
         """Every registered rule with its parameters, in pipeline order."""
-        return [(rule, self.params(rule)) for rule in RULES]
+        return [(rule, self.params(rule)) for rule in RULES.values()]
 
     def with_test_sets(self, paths: list[str]) -> CurateConfig:
         """This config with `paths` added to the contamination test sets."""

@@ -11,19 +11,20 @@ it would drop an episode) and how it decides:
   the miner's episodes), and :attr:`Rule.drop` drops live episodes itself (duplicates, caps:
   what depends on what is still kept).
 
-The :class:`Registry` holds the rules in pipeline order. The config's tables
+The :class:`RuleRegistry` holds the rules in pipeline order, the one registry idiom
+(:class:`shopbench.registry.Registry`) with a rule's own checks on top. The config's tables
 (:mod:`shopbench.curation.config`), the ledger's schema (:mod:`shopbench.curation.ledger`),
 the first pass (:mod:`shopbench.curation.pipeline`), the report's rows
 (:mod:`shopbench.curation.report`) and ``shopbench curate --rules`` all read it, so a new
 rule is one module of :mod:`shopbench.curation.rules` and its place in the order there (or,
-at run time, :meth:`Registry.register`).
+at run time, :meth:`RuleRegistry.register`).
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.archive.signing import Verifier
 from shopbench.curation.features import EpisodeFacts
 from shopbench.records.trajectory import Trajectory
+from shopbench.registry import Registry
 
 LIVE = "drop_rule IS NULL"
 """The ledger's condition for an episode no rule has dropped yet."""
@@ -214,71 +216,42 @@ class Rule(Generic[P]):
         return "\n".join(lines)
 
 
-class Registry:
-    """The rules in pipeline order (each drop is charged to the first rule that drops it)."""
+class RuleRegistry(Registry[Rule[Any]]):
+    """The rules in pipeline order (each drop is charged to the first rule that drops it):
+    the one registry idiom (:class:`shopbench.registry.Registry`) with a rule's own checks
+    on top (:meth:`admit`: no ledger column taken twice, one gate and it first). Iterating
+    it gives the rules' names, as a mapping's keys; :meth:`rules` the rules. RegistryError
+    for a name taken or an unknown neighbour, naming the rules."""
 
     def __init__(self, rules: Iterable[Rule[Any]] = (), *, reserved: Iterable[str] = ()) -> None:
-        self._rules: list[Rule[Any]] = []
-        self._reserved = frozenset(reserved)
+        super().__init__("rule", key=_rule_name, reserved=reserved)
         for rule in rules:
             self.register(rule)
 
-    def register(
-        self, rule: Rule[Any], *, before: str | None = None, after: str | None = None
-    ) -> Rule[Any]:
-        """Add `rule` at the end, or just before or after the rule named; ValueError for a
-        name or a column already taken, or an unknown neighbour (naming the rules)."""
-        if rule.name in self._reserved or rule.name in self.names():
-            raise ValueError(f"a rule or table named {rule.name!r} exists already")
-        taken = {c: r.name for r in self._rules for c in r.ledger_columns}
-        clash = sorted(set(rule.ledger_columns) & set(taken))
+    def admit(self, name: str, entry: Rule[Any], at: int) -> None:
+        """ValueError for a ledger column another rule has, a second gate, a gate anywhere
+        but first, or a rule before the gate."""
+        taken = {c: r.name for r in self.values() for c in r.ledger_columns}
+        clash = sorted(set(entry.ledger_columns) & set(taken))
         if clash:
-            raise ValueError(
-                f"rule {rule.name}: ledger column {clash[0]!r} is rule {taken[clash[0]]}'s"
-            )
-        if rule.gate and self.gate is not None:
-            raise ValueError(f"rule {rule.name}: {self.gate.name} is the gate already")
-        if before is not None and after is not None:
-            raise ValueError("register before a rule or after one, not both")
-        at = len(self._rules)
-        if before is not None or after is not None:
-            neighbour = before if before is not None else after
-            at = self.index(str(neighbour)) + (1 if after is not None else 0)
-        if rule.gate and at != 0:
-            raise ValueError(f"rule {rule.name}: the gate comes first")
-        if self._rules and self._rules[0].gate and at == 0:
-            raise ValueError(f"rule {rule.name}: nothing comes before {self._rules[0].name}")
-        self._rules.insert(at, rule)
-        return rule
+            raise ValueError(f"rule {name}: ledger column {clash[0]!r} is rule {taken[clash[0]]}'s")
+        gate = self.gate
+        if entry.gate and gate is not None:
+            raise ValueError(f"rule {name}: {gate.name} is the gate already")
+        if entry.gate and at != 0:
+            raise ValueError(f"rule {name}: the gate comes first")
+        if gate is not None and at == 0:
+            raise ValueError(f"rule {name}: nothing comes before {gate.name}")
 
-    def unregister(self, name: str) -> Rule[Any]:
-        """Remove the rule named (KeyError naming the rules when there is none)."""
-        return self._rules.pop(self.index(name))
-
-    def index(self, name: str) -> int:
-        """The rule's place in the order, from 0 (KeyError naming the rules)."""
-        for i, rule in enumerate(self._rules):
-            if rule.name == name:
-                return i
-        raise KeyError(f"no rule {name!r} (rules: {', '.join(self.names())})")
-
-    def __getitem__(self, name: str) -> Rule[Any]:
-        return self._rules[self.index(name)]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.names()
-
-    def __iter__(self) -> Iterator[Rule[Any]]:
-        return iter(tuple(self._rules))
-
-    def __len__(self) -> int:
-        return len(self._rules)
-
-    def names(self) -> tuple[str, ...]:
-        """The rules' names, in pipeline order."""
-        return tuple(r.name for r in self._rules)
+    def rules(self) -> tuple[Rule[Any], ...]:
+        """The rules, in pipeline order."""
+        return tuple(self.values())
 
     @property
     def gate(self) -> Rule[Any] | None:
         """The rule that rejects what cannot be used (see :class:`Rule`), if any."""
-        return next((r for r in self._rules if r.gate), None)
+        return next((r for r in self.values() if r.gate), None)
+
+
+def _rule_name(rule: Rule[Any]) -> str:
+    return rule.name

@@ -8,10 +8,13 @@ check, the task model checks a task's shape against it, the grader reads its gra
 its tools, the ShoppingBench converter reads its record form, the RL environments route on
 its tools.
 
-The intent modules are loaded by name on first use, not imported here: they import the
-generators, which import the task model, which reads this registry. A signed record carries
-an intent as :data:`shopbench.records.task.Intent`, the wire vocabulary: the built-in names
-are exactly its values (a test holds them equal).
+The registry is :data:`REGISTRY`, the one registry idiom
+(:class:`shopbench.registry.Registry`). The built-in intents are the wire vocabulary,
+:data:`shopbench.records.task.Intent`, in its order: each name's module of
+:mod:`shopbench.tasks.intents` is loaded on first use, not imported here (the modules import
+the generators, which import the task model, which reads this registry). An add-on intent (a
+test's toy) is added after them with :func:`register`; a signed record carries only the wire
+vocabulary.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import importlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 from pydantic import AfterValidator
 
 from shopbench.outcome.spec import GradingRules
 from shopbench.packs.pack import ToolPack, tools_of
+from shopbench.records.task import Intent
+from shopbench.registry import Registry
 from shopbench.tasks.errors import TaskError
 
 if TYPE_CHECKING:
@@ -96,57 +101,63 @@ class IntentSpec:
 
 
 _PACKAGE = "shopbench.tasks.intents"
-BUILTIN: tuple[str, ...] = ("product", "shop", "voucher", "knowledge", "clarify")
-"""The modules of :mod:`shopbench.tasks.intents` that declare an intent, in the order
-intents are listed."""
-
-_SPECS: dict[str, IntentSpec] = {}
+BUILTIN: tuple[str, ...] = get_args(Intent)
+"""The built-in intents, in the order intents are listed: the wire vocabulary's names, each
+declared by the module of the same name in :mod:`shopbench.tasks.intents`."""
 
 
-def _specs() -> dict[str, IntentSpec]:
-    if not _SPECS:
-        for module in BUILTIN:
-            spec: IntentSpec = importlib.import_module(f"{_PACKAGE}.{module}").SPEC
-            _SPECS[spec.name] = spec
-    return _SPECS
+def _builtin() -> list[IntentSpec]:
+    specs: list[IntentSpec] = []
+    for name in BUILTIN:
+        spec: IntentSpec = importlib.import_module(f"{_PACKAGE}.{name}").SPEC
+        if spec.name != name:
+            raise TaskError(f"{_PACKAGE}.{name} declares the intent {spec.name!r}, not {name!r}")
+        specs.append(spec)
+    return specs
 
 
-def register(spec: IntentSpec) -> None:
-    """Add `spec` after the intents already registered; TaskError if its name is taken."""
-    specs = _specs()
-    if spec.name in specs:
-        raise TaskError(f"intent {spec.name!r} is already registered")
-    specs[spec.name] = spec
+def _spec_name(spec: IntentSpec) -> str:
+    return spec.name
+
+
+REGISTRY: Registry[IntentSpec] = Registry("intent", key=_spec_name, error=TaskError, load=_builtin)
+"""Every intent, built-in ones first (loaded on first use), then those registered."""
+
+
+def register(
+    spec: IntentSpec, *, before: str | None = None, after: str | None = None
+) -> IntentSpec:
+    """Add `spec` after the intents already registered (or before or after the one named);
+    TaskError if its name is taken."""
+    return REGISTRY.register(spec, before=before, after=after)
 
 
 def unregister(name: str) -> None:
     """Remove the intent `name` (a test's toy intent); TaskError for a built-in or unknown one."""
-    if name in BUILTIN or name not in _specs():
+    if name in BUILTIN or name not in REGISTRY:
         raise TaskError(f"intent {name!r} is not a registered add-on intent")
-    del _SPECS[name]
+    REGISTRY.unregister(name)
 
 
 def intent_names() -> tuple[str, ...]:
-    """Every registered intent's name, built-in ones first, in their order."""
-    return tuple(_specs())
+    """Every registered intent's name, in the registry's order (the built-in ones first, unless
+    an add-on was registered before one)."""
+    return REGISTRY.names()
 
 
 def intent_specs() -> tuple[IntentSpec, ...]:
     """Every registered intent, in the order of :func:`intent_names`."""
-    return tuple(_specs().values())
+    return tuple(REGISTRY.values())
 
 
 def intent_spec(name: str) -> IntentSpec:
     """The intent `name`; TaskError naming the allowed ones when there is none."""
-    spec = _specs().get(name)
-    if spec is None:
-        raise TaskError(f"unknown intent {name!r} (allowed: {', '.join(_specs())})")
-    return spec
+    return REGISTRY.lookup(name)
 
 
 def _registered(name: str) -> str:
-    if name not in _specs():
-        raise ValueError(f"unknown intent {name!r} (allowed: {', '.join(_specs())})")
+    if name not in REGISTRY:
+        raise ValueError(REGISTRY.unknown(name))
     return name
 
 

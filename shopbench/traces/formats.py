@@ -15,8 +15,10 @@ One name per shape of the data:
 - ``eval``: one Inspect AI log, built whole (the API caps its episodes).
 
 The names these had before (``datasets`` for ``parquet``, ``trl`` for ``chat``) are still
-read, as aliases. A new format is one :class:`ExportFormat` added to :data:`FORMATS` with
-its writer and its stream; the CLI, the API, the cards and the links follow.
+read, as aliases. :data:`FORMATS` is the one registry idiom
+(:class:`shopbench.registry.Registry`): a new format is one :class:`ExportFormat` with its
+writer and its stream, registered there (``FORMATS.register(fmt, after="chat")``); the CLI,
+the API, the cards and the links follow.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pyarrow as pa
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import from_table
 from shopbench.records.trajectory import Trajectory
+from shopbench.registry import Registry
 from shopbench.traces import export as files
 from shopbench.traces import streams
 from shopbench.traces.atif import atif_lines, export_atif
@@ -92,7 +95,19 @@ def _shoppingbench(ts: list[Trajectory]) -> bytes:
     return _lines(shoppingbench_steps(t) for t in ts)
 
 
-FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
+def _format_name(fmt: ExportFormat) -> str:
+    return fmt.name
+
+
+def _format_aliases(fmt: ExportFormat) -> tuple[str, ...]:
+    return fmt.aliases
+
+
+FORMATS: Registry[ExportFormat] = Registry(
+    "export format", key=_format_name, aliases_of=_format_aliases, error=SinkError
+)
+"""Every export format, in the order they are listed; their older names as aliases."""
+for _format in (
     ExportFormat(
         name="jsonl", media_type="application/x-ndjson", suffix=".jsonl", folder=False,
         shape="One signed `Trajectory` record per line: the task's query, the full "
@@ -153,23 +168,21 @@ FORMATS: dict[str, ExportFormat] = {f.name: f for f in (
         loading="One Inspect AI log: `inspect_ai.log.read_eval_log(path)` reads it and "
         "`inspect view` shows it; not a table, so this card names no `datasets` config.",
     ),
-)}  # fmt: skip
-"""Every export format, in the order they are listed."""
+):  # fmt: skip
+    FORMATS.register(_format)
 
-ALIASES = {a: f.name for f in FORMATS.values() for a in f.aliases}
+ALIASES: dict[str, str] = FORMATS.aliases()
+"""Each older name with the format it stands for."""
 
 
 def format_names() -> list[str]:
     """The formats' names, in order (aliases left out)."""
-    return list(FORMATS)
+    return list(FORMATS.names())
 
 
 def export_format(name: str) -> ExportFormat:
     """The format called `name` (or by an old name); SinkError naming the allowed ones."""
-    found = FORMATS.get(ALIASES.get(name, name))
-    if found is None:
-        raise SinkError(f"export format {name!r} unknown (allowed: {', '.join(FORMATS)})")
-    return found
+    return FORMATS.lookup(name)
 
 
 def export(table: pa.Table, name: str, out: str | Path) -> Path:

@@ -404,7 +404,7 @@ def test_specs_resolve_to_endpoints_and_bad_ones_are_named() -> None:
         check_spec("openai:no-url")
     with pytest.raises(PolicySpecError, match="not an http"):
         check_spec("openai:m@ftp://x")
-    with pytest.raises(PolicySpecError, match="unknown policy 'clever'; known: careful"):
+    with pytest.raises(PolicySpecError, match="unknown policy 'clever'; allowed: careful"):
         make_policy("clever")
     with pytest.raises(PolicySpecError, match="needs the catalog"):
         make_policy("offline")

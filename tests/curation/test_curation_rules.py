@@ -33,14 +33,15 @@ from shopbench.curation.registry import (
     LIVE,
     Episode,
     LedgerOps,
-    Registry,
     Rule,
     RuleParams,
+    RuleRegistry,
     fold,
 )
 from shopbench.curation.rules import RULES
 from shopbench.curation.rules.outcome import OUTCOME
 from shopbench.env.env import ShoppingEnv
+from shopbench.errors import RegistryError
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
@@ -151,7 +152,7 @@ def test_a_rule_added_at_run_time_has_its_table_column_place_report_row_and_list
     with pytest.raises(CurationError, match="turns.max_turns: Input should be greater than"):
         load_config(_write(tmp_path / "zero.toml", "[turns]\nmax_turns = 0\n"))
     # Its ledger column, filled in the first pass; the SQL rule needs none.
-    schema = ledger_schema(RULES)
+    schema = ledger_schema(RULES.values())
     assert "r_turns" in schema.names and not any("first_per_task" in n for n in schema.names)
     assert schema.names.index("r_judge") < schema.names.index("r_turns")
     rows = Curator(load_config(config), None, None).rows(0, to_table(episodes))
@@ -203,15 +204,15 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_the_registry_refuses_clashes_and_the_ledger_its_own_columns() -> None:
-    rules = Registry([OUTCOME], reserved=("recovery",))
-    with pytest.raises(ValueError, match="'outcome' exists already"):
+    rules = RuleRegistry([OUTCOME], reserved=("recovery",))
+    with pytest.raises(RegistryError, match="rule 'outcome' is already registered"):
         rules.register(OUTCOME)
-    with pytest.raises(ValueError, match="'recovery' exists already"):
+    with pytest.raises(RegistryError, match="rule name 'recovery' is reserved"):
         rules.register(Rule(name="recovery", params=TurnsParams, decide=too_long))
     with pytest.raises(ValueError, match="ledger column 'r_outcome' is rule outcome's"):
         rules.register(Rule(name="other", params=TurnsParams, decide=too_long,
                             reason_column="r_outcome"))  # fmt: skip
-    with pytest.raises(KeyError, match=r"no rule 'judge' \(rules: outcome\)"):
+    with pytest.raises(RegistryError, match="unknown rule 'judge'; allowed: outcome"):
         rules.register(TURNS, after="judge")
     with pytest.raises(ValueError, match="decides nothing"):
         Rule(name="idle", params=TurnsParams)
@@ -249,7 +250,7 @@ def test_the_docs_list_every_rule_in_order_with_its_parameters() -> None:
     table = text.split("## The rules", 1)[1].split("\n\n**", 1)[0]
     rows = [line for line in table.splitlines() if re.match(r"^\| `[a-z_]+` \|", line)]
     assert [row.split("`")[1] for row in rows] == list(RULES.names())
-    for rule, row in zip(RULES, rows, strict=True):
+    for rule, row in zip(RULES.values(), rows, strict=True):
         params = rule.params.model_fields
         missing = [name for name in params if name != "enabled" and f"`{name}`" not in row]
         assert not missing, f"docs/curation.md: the {rule.name} row lacks {missing}"

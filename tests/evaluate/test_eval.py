@@ -161,7 +161,7 @@ def test_the_eval_command_writes_the_reports(
         "--out", str(out),
     ])
     assert isinstance(bad.exception, PolicySpecError)
-    assert "unknown policy 'smart'; known: careful" in str(bad.exception)
+    assert "unknown policy 'smart'; allowed: careful" in str(bad.exception)
 
 
 def test_the_eval_bench_prints_one_json_object(catalog_dir: Path, task_file: Path) -> None:

@@ -2,13 +2,14 @@
 
 Each drop is charged to the first rule, in this order, that drops it. A new rule is a module
 here declaring its :class:`~shopbench.curation.registry.Rule` (name, parameters with their
-defaults, reason column, how it decides) and its place in the list below; the config, the
+defaults, reason column, how it decides) and its place in the list below (or, from outside,
+``RULES.register(rule, before=..., after=...)``); the config, the
 ledger, the pipeline, the report and ``shopbench curate --rules`` follow from it.
 """
 
 from __future__ import annotations
 
-from shopbench.curation.registry import Registry
+from shopbench.curation.registry import RuleRegistry
 from shopbench.curation.rules.caps import CAPS
 from shopbench.curation.rules.claims import CLAIMS
 from shopbench.curation.rules.clones import CLONES
@@ -21,7 +22,7 @@ from shopbench.curation.rules.outcome import OUTCOME
 from shopbench.curation.rules.structure import STRUCTURE, loop_reason
 from shopbench.curation.rules.validity import VALIDITY
 
-RULES = Registry(
+RULES = RuleRegistry(
     [
         VALIDITY, CONTAMINATION, NARRATOR, CLAIMS, OUTCOME, JUDGE, STRUCTURE, CLONES,
         DUPLICATES, DEDUP, CAPS,

@@ -38,6 +38,7 @@ from shopbench.env.tools import ShopTools, tool_method
 from shopbench.packs.shopper import PACK as SHOPPER
 from shopbench.packs.web_search import PACK as WEB_SEARCH
 from shopbench.records.tools import Tool
+from shopbench.registry import Registry
 from shopbench.tasks.intent_registry import intent_spec, intent_specs
 from shopbench.tasks.model import Task
 
@@ -253,12 +254,13 @@ class ClarifyEnvironment(ShopbenchEnvironment):
     ask_shopper = _delegate(Tool.ASK_SHOPPER)
 
 
-ENVIRONMENTS: dict[str, type[ShopbenchEnvironment]] = {
-    "shopping": ShopbenchEnvironment,
-    "knowledge": KnowledgeEnvironment,
-    "clarify": ClarifyEnvironment,
-}
-"""The environment of each row's ``environment`` field (TRL's multi-environment routing)."""
+ENVIRONMENTS: Registry[type[ShopbenchEnvironment]] = Registry("RL environment", error=RLDataError)
+"""The environment of each row's ``environment`` field (TRL's multi-environment routing), by
+name, the one registry idiom (:class:`shopbench.registry.Registry`); a task goes to the one
+offering its intent's tools (:func:`environment_for`)."""
+ENVIRONMENTS.register(ShopbenchEnvironment, name="shopping")
+ENVIRONMENTS.register(KnowledgeEnvironment, name="knowledge")
+ENVIRONMENTS.register(ClarifyEnvironment, name="clarify")
 
 
 def plays(environment: type[ShopbenchEnvironment]) -> tuple[str, ...]:
