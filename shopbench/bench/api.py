@@ -28,7 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shopbench.bench.archive import INTENTS, _base_records, seal_copies
+from shopbench.bench.archive import _base_records, seal_copies
+from shopbench.records.task import INTENTS
 
 
 class ApiBenchConfig(BaseModel):

@@ -32,13 +32,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.records.task import INTENTS
 from shopbench.records.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from shopbench.env.env import ShoppingEnv
-
-INTENTS = ("product", "shop", "voucher", "knowledge")
-
 
 class ArchiveBenchConfig(BaseModel):
     """What to measure."""
@@ -120,7 +118,7 @@ def synthesise(base: list[Trajectory], n: int, seed: int, start: int = 0) -> lis
         out.append(t.model_copy(update={
             "episode_id": hashlib.sha256(f"bench:{seed}:{i}".encode()).hexdigest()[:32],
             "validator_hotkey": "5BenchValidator",
-            "intent": INTENTS[rng.randrange(4)],
+            "intent": INTENTS[rng.randrange(len(INTENTS))],
             "miner_uid": rng.randrange(256),
             "miner_hotkey": f"5Miner{rng.randrange(256):03d}",
             "block": 1_000_000 + i // 10,

@@ -85,12 +85,13 @@ def _arena_queries(cfg: ContaminationBenchConfig) -> tuple[list[str], str]:
         return [t.query for t in read_tasks(cfg.tasks).tasks], str(cfg.tasks)
     from shopbench.catalog.store import build_catalog
     from shopbench.tasks.generate import BuildConfig, build_tasks
+    from shopbench.tasks.intent_registry import intent_names
 
     with tempfile.TemporaryDirectory(prefix="shopbench-contamination-bench-") as work:
         catalog = Path(work) / "catalog"
         build_catalog(catalog, cfg.products, seed=cfg.catalog_seed, chunk_size=1000, workers=1)
         built = build_tasks(BuildConfig(
-            catalog=catalog, intents=["product", "shop", "voucher", "knowledge"],
+            catalog=catalog, intents=list(intent_names()),
             n=cfg.per_intent, seed=cfg.task_seed,
         ))  # fmt: skip
     how = (

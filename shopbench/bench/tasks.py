@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.catalog.layout import read_manifest
-from shopbench.records.task import Intent
+from shopbench.records.task import INTENTS, Intent
 from shopbench.tasks.generate import BuildConfig, build_tasks
 from shopbench.tasks.phrase_search import SATISFY_WINDOW
 from shopbench.tasks.stats import task_stats
@@ -29,7 +29,7 @@ class TaskBenchConfig(BaseModel):
     catalog: Path = Field(description="catalog directory")
     n: int = Field(default=2500, ge=1, description="tasks per intent")
     intents: list[Intent] = Field(
-        default_factory=lambda: ["product", "shop", "voucher", "knowledge"],
+        default_factory=lambda: list(INTENTS),
         description="intents to build",
     )
     workers: int = Field(default=2, ge=1, description="worker processes")

@@ -39,6 +39,7 @@ from shopbench.env.results import (
     parse_search_results,
     render,
 )
+from shopbench.records.task import INTENTS
 from shopbench.records.trajectory import Trajectory
 
 COMPACT = ObservationView(name="compact")
@@ -306,7 +307,7 @@ def test_stats_count_fewer_tokens_in_the_compact_view(
     assert steps["episodes"] == sum(t.intent == intent for t in played)
     brief, whole = (steps["views"][v]["qwen3"] for v in ("compact/h1/brief", "compact"))
     assert brief["max"] < whole["max"]
-    other = next(i for i in ("product", "shop", "voucher", "knowledge") if i != intent)
+    other = next(i for i in INTENTS if i != intent)
     with pytest.raises(SystemExit) as stopped:
         main(["distill", "stats", "--curated", str(curated), "--intent", other])
     assert stopped.value.code == 2

@@ -36,11 +36,11 @@ from shopbench.archive.store import (
     load_embargo,
     read_store,
 )
+from shopbench.records.task import INTENTS
 from shopbench.records.trajectory import Trajectory
 
 HERE = Path(__file__).resolve()
 TOTAL = 10_000
-INTENTS = ("product", "shop", "voucher", "knowledge")
 
 
 VALIDATOR = "5Validator"
@@ -93,7 +93,7 @@ def test_concurrent_puts_share_fsyncs_and_roll_into_verified_partitioned_shards(
     assert store.commits < 400 / 4  # a commit window shares one fsync among many puts
     assert _ids(tmp_path) == Counter(f"e{i:05d}" for i in range(400))
     manifests = [m for _, m in iter_manifests(tmp_path)]
-    assert len(manifests) >= 4  # at least one shard per intent partition
+    assert len(manifests) >= len(INTENTS)  # at least one shard per intent partition
     for m in manifests:
         assert not isinstance(m, SinkError)
         assert verify_manifest(m, KeyedHash(), VALIDATOR)
@@ -188,7 +188,8 @@ def test_untrusted_shards_are_quarantined_with_a_reason_and_the_rest_stay_readab
 ) -> None:
     async def go() -> None:
         store = ArchiveStore(tmp_path, signer=KeyedHash())
-        await store.put([_trajectory(i) for i in range(8)])  # four partitions
+        # two episodes in each intent's partition
+        await store.put([_trajectory(i) for i in range(2 * len(INTENTS))])
         await store.close()
 
     asyncio.run(go())
@@ -206,7 +207,7 @@ def test_untrusted_shards_are_quarantined_with_a_reason_and_the_rest_stay_readab
     quarantined = list((tmp_path / QUARANTINE_DIR).rglob("*.reason.txt"))
     assert len(quarantined) == 3  # the altered shard, its manifest, the orphan
     assert not (tmp_path / altered.path).exists()
-    assert len(_ids(tmp_path)) == 4  # the two untouched partitions' rows
+    assert len(_ids(tmp_path)) == 2 * (len(INTENTS) - 2)  # the untouched partitions' rows
 
 
 # -- the embargo ---------------------------------------------------------------------------

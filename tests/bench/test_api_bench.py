@@ -9,6 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from shopbench.cli import app
+from shopbench.records.task import INTENTS
 
 
 def test_bench_api_reports_every_figure_over_the_archive_it_built(tmp_path: Path) -> None:
@@ -17,7 +18,7 @@ def test_bench_api_reports_every_figure_over_the_archive_it_built(tmp_path: Path
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.output.strip().splitlines()[-1])
-    assert report["episodes"] == 1000 and report["shards"] == 4  # one per intent
+    assert report["episodes"] == 1000 and report["shards"] == len(INTENTS)  # one per intent
     assert report["jsonl_episodes"] == 300
     assert report["list_page_mean_rows"] > 0
     for name in ("list_page_p50_ms", "list_page_p99_ms", "trajectory_p50_ms",

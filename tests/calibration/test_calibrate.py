@@ -27,6 +27,7 @@ from shopbench.scoring.consensus import ConsensusConfig
 from shopbench.scoring.score import DEFAULT_FORMULA, ScoreFormula
 from shopbench.scoring.template_penalty import TemplateConfig
 from shopbench.tasks.generate import BuildConfig, build_tasks
+from shopbench.tasks.intent_registry import intent_specs
 from shopbench.tasks.io import write_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
@@ -55,8 +56,8 @@ def env(catalog: Any) -> ShoppingEnv:
 
 @pytest.fixture(scope="module")
 def tasks(catalog_dir: Path) -> list[Task]:
-    """Two generated tasks of each intent."""
-    intents = ["product", "shop", "voucher", "knowledge"]
+    """Two generated tasks of each intent whose query states the whole task."""
+    intents = [s.name for s in intent_specs() if not s.shape.hidden]
     out = build_tasks(BuildConfig(catalog=catalog_dir, intents=intents, n=2, seed=5)).tasks
     assert sorted({t.intent for t in out}) == sorted(intents)
     return out

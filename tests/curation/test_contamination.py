@@ -22,6 +22,7 @@ from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
 from shopbench.records.trajectory import Trajectory
 from shopbench.scoring.score import with_judgement
+from shopbench.tasks.intent_registry import intent_names
 from shopbench.tasks.io import read_tasks
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
@@ -273,4 +274,6 @@ def test_bench_contamination_prints_the_catch_rate_per_edit_and_the_false_positi
     for kind in ("none", "cyrillic", "zero_width", "shuffled_window_3", "padded_8_words"):
         assert result["edits"][kind]["caught"] == 250, kind
     fp = result["false_positives"]
-    assert fp["queries"] == 16 and fp["flagged"] == 0
+    # up to four of each intent (a 500-product catalog may give fewer of one)
+    assert 4 * (len(intent_names()) - 1) < fp["queries"] <= 4 * len(intent_names())
+    assert fp["flagged"] == 0

@@ -30,6 +30,7 @@ from shopbench.scoring.decision_rules import (
 from shopbench.scoring.round import score_round
 from shopbench.scoring.template_penalty import TemplateConfig, penalise
 from shopbench.tasks.generate import BuildConfig, build_tasks
+from shopbench.tasks.intent_registry import intent_names
 from shopbench.tasks.model import Task
 from shopbench.trajectory.loop import run_episode
 
@@ -48,7 +49,7 @@ def env(catalog: Any) -> ShoppingEnv:
 @pytest.fixture(scope="module")
 def tasks(catalog_dir: Path) -> list[Task]:
     """Four generated tasks of each intent."""
-    intents = ["product", "shop", "voucher", "knowledge"]
+    intents = list(intent_names())
     return build_tasks(BuildConfig(catalog=catalog_dir, intents=intents, n=4, seed=11)).tasks
 
 

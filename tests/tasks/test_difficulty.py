@@ -32,11 +32,12 @@ def catalog20k(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="module")
 def heldout(catalog20k: Any) -> list[Task]:
     from shopbench.tasks.generate import BuildConfig, build_tasks
+    from shopbench.tasks.intent_registry import intent_names
 
-    cfg = BuildConfig(catalog=catalog20k.path, intents=["product", "shop", "voucher", "knowledge"],
-                      n=25, split="heldout", seed=1)  # fmt: skip
+    cfg = BuildConfig(catalog=catalog20k.path, intents=list(intent_names()), n=25,
+                      split="heldout", seed=1)  # fmt: skip
     out = build_tasks(cfg).tasks
-    assert len(out) == 100
+    assert len(out) == 25 * len(intent_names())
     return out
 
 

@@ -13,6 +13,7 @@ import pytest
 from shopbench.outcome.budget import check_budget
 from shopbench.outcome.grader import DEFAULT_MATCHER, grade
 from shopbench.tasks.generate import BuildConfig, BuildResult, build_tasks
+from shopbench.tasks.intent_registry import intent_specs
 from shopbench.tasks.io import format_task, read_tasks, write_tasks
 from shopbench.tasks.model import Task
 from shopbench.tasks.queries import attribute_label, product_phrase
@@ -20,7 +21,8 @@ from shopbench.tasks.satisfy import TitleScreen, slot_passes
 from shopbench.tasks.split import Rotation, SplitRule, target_groups
 from shopbench.tasks.validate import check_task, findable, validate_file
 
-INTENTS = ["product", "shop", "voucher", "knowledge"]
+# The intents whose query states the whole task (a clarify task holds some of it back).
+INTENTS = [s.name for s in intent_specs() if not s.shape.hidden]
 
 
 @pytest.fixture(scope="module")
