@@ -14,8 +14,9 @@ first, in its order.
 
 The registries: intents (:mod:`shopbench.tasks.intent_registry`), curation rules
 (:mod:`shopbench.curation.rules`), export formats (:mod:`shopbench.traces.formats`),
-policies (:mod:`shopbench.agents.registry`), judges (:mod:`shopbench.judging.registry`) and
-RL environments (:mod:`shopbench.distill.rl.environment`).
+policies (:mod:`shopbench.agents.registry`), judges (:mod:`shopbench.judging.registry`),
+RL environments (:mod:`shopbench.distill.rl.environment`), tool packs
+(:mod:`shopbench.packs.pack`) and their handlers (:mod:`shopbench.env.packs`).
 """
 
 from __future__ import annotations

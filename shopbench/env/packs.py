@@ -8,9 +8,10 @@ episode opens it: a :class:`PackSession`, one episode's toolkit and state. The e
 offers an intent's packs (``IntentSpec.packs``) and the episode runs their calls through
 their sessions; nothing here or in the episode tests a tool's name.
 
-A handler is found by its pack: registered with :func:`register_handler`, or, for a pack
-that names its handler's module (``ToolPack.handler``), that module's ``HANDLER``, imported
-on first use.
+A handler is found by its pack in :data:`HANDLERS`, the one registry idiom
+(:class:`shopbench.registry.Registry`): registered with :func:`register_handler`, or, for a
+pack that names its handler's module (``ToolPack.handler``), that module's ``HANDLER``,
+imported and registered on first use.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from shopbench.env.toolkit import Toolkit, ToolSpec
 from shopbench.packs.pack import ToolPack, tool_packs
+from shopbench.registry import Registry
 
 if TYPE_CHECKING:
     from shopbench.catalog.store import Catalog
@@ -98,31 +100,39 @@ class PackHandler:
             )
 
 
-_HANDLERS: dict[str, PackHandler] = {}
+def _handled_pack(handler: PackHandler) -> str:
+    return handler.pack.name
 
 
-def register_handler(handler: PackHandler) -> None:
-    """Register `handler` for its pack; ValueError if the pack has one already."""
-    if handler.pack.name in _HANDLERS:
-        raise ValueError(f"tool pack {handler.pack.name!r} already has a handler")
-    _HANDLERS[handler.pack.name] = handler
+HANDLERS: Registry[PackHandler] = Registry("tool pack handler", key=_handled_pack)
+"""The handlers by their pack's name, in the order they were registered or first used."""
+
+
+def register_handler(
+    handler: PackHandler, *, before: str | None = None, after: str | None = None
+) -> PackHandler:
+    """Register `handler` for its pack (placed as :meth:`Registry.register` places it);
+    RegistryError if the pack has one already."""
+    return HANDLERS.register(handler, before=before, after=after)
 
 
 def unregister_handler(name: str) -> None:
-    """Remove the handler of the pack `name` (a test's toy pack)."""
-    _HANDLERS.pop(name, None)
+    """Remove the handler of the pack `name` (a test's toy pack), if it has one."""
+    if name in HANDLERS:
+        HANDLERS.unregister(name)
 
 
 def handler_for(pack: ToolPack) -> PackHandler:
-    """The handler of `pack`: the registered one, else its handler module's ``HANDLER``."""
-    handler = _HANDLERS.get(pack.name)
+    """The handler of `pack`: the registered one, else its handler module's ``HANDLER``
+    (registered then)."""
+    handler = HANDLERS.get(pack.name)
     if handler is None:
         found: PackHandler = importlib.import_module(pack.handler).HANDLER
         if found.pack is not pack:
             raise TypeError(
                 f"{pack.handler}.HANDLER handles {found.pack.name!r}, not {pack.name!r}"
             )
-        handler = _HANDLERS.setdefault(pack.name, found)
+        handler = register_handler(found)
     return handler
 
 

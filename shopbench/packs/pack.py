@@ -7,8 +7,10 @@ Every hook has a default that treats the pack's calls as plain tool calls, so a 
 only where it differs. The layers ask :func:`pack_of` which pack owns a tool and call its
 hook; none tests a tool's name.
 
-The registry is ordered (the built-in packs first, in :data:`BUILTIN`'s order, then those
-registered later); looking up a name it lacks is an error that lists the names it has.
+The packs are :data:`PACKS`, the one registry idiom (:class:`shopbench.registry.Registry`):
+the built-in packs first, in :data:`BUILTIN`'s order, each loaded on first use from the
+module of its name, then those registered (:func:`register_pack`, ``before=`` / ``after=``
+a pack named); looking up a name it lacks is a RegistryError naming the packs it has.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shopbench.chat import ChatMessage
+from shopbench.errors import RegistryError
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
+from shopbench.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -82,58 +86,73 @@ class ToolPack:
 
 
 BUILTIN: tuple[str, ...] = ("web_search", "shopper")
-"""The modules of :mod:`shopbench.packs` that declare a pack (``PACK``), in order."""
-
-_PACKS: dict[str, ToolPack] = {}
-_BUILTIN_NAMES: set[str] = set()
+"""The built-in packs, in order: each the ``PACK`` of the module of the same name in
+:mod:`shopbench.packs`."""
 
 
-def _packs() -> dict[str, ToolPack]:
-    if not _PACKS:
-        for module in BUILTIN:
-            pack: ToolPack = importlib.import_module(f"shopbench.packs.{module}").PACK
-            _PACKS[pack.name] = pack
-            _BUILTIN_NAMES.add(pack.name)
-    return _PACKS
+def _builtin() -> list[ToolPack]:
+    packs: list[ToolPack] = []
+    for name in BUILTIN:
+        pack: ToolPack = importlib.import_module(f"shopbench.packs.{name}").PACK
+        if pack.name != name:
+            raise RegistryError(f"shopbench.packs.{name} declares the tool pack {pack.name!r}")
+        packs.append(pack)
+    return packs
 
 
-def register_pack(pack: ToolPack) -> None:
-    """Add `pack` after the packs already registered; ValueError if its name or one of its
-    tools is taken."""
-    packs = _packs()
-    if pack.name in packs:
-        raise ValueError(f"tool pack {pack.name!r} is already registered")
-    for tool in pack.tools:
-        owner = pack_of(tool)
-        if owner is not None:
-            raise ValueError(f"tool {tool!r} already belongs to the tool pack {owner.name!r}")
-    packs[pack.name] = pack
+def _pack_name(pack: ToolPack) -> str:
+    return pack.name
+
+
+class PackRegistry(Registry[ToolPack]):
+    """The packs in order: the one registry idiom (:class:`shopbench.registry.Registry`)
+    with a pack's own check on top (:meth:`admit`: a tool belongs to one pack)."""
+
+    def admit(self, name: str, entry: ToolPack, at: int) -> None:
+        """RegistryError for a tool another pack offers."""
+        for tool in entry.tools:
+            owner = self.owner(tool)
+            if owner is not None:
+                raise self.error(f"tool {str(tool)!r} already belongs to the pack {owner.name!r}")
+
+    def owner(self, tool: str) -> ToolPack | None:
+        """The pack that offers `tool`; None when none does."""
+        return next((p for p in self.values() if p.owns(tool)), None)
+
+
+PACKS = PackRegistry("tool pack", key=_pack_name, load=_builtin)
+"""Every tool pack, built-in ones first (loaded on first use), then those registered."""
+
+
+def register_pack(
+    pack: ToolPack, *, before: str | None = None, after: str | None = None
+) -> ToolPack:
+    """Add `pack` after the packs already registered (or before or after the one named);
+    RegistryError if its name or one of its tools is taken."""
+    return PACKS.register(pack, before=before, after=after)
 
 
 def unregister_pack(name: str) -> None:
-    """Remove the pack `name` (a test's toy pack); ValueError for a built-in or unknown one."""
-    packs = _packs()
-    if name not in packs or name in _BUILTIN_NAMES:
-        raise ValueError(f"tool pack {name!r} is not a registered add-on pack")
-    del packs[name]
+    """Remove the pack `name` (a test's toy pack); RegistryError for a built-in or unknown
+    one."""
+    if name in BUILTIN or name not in PACKS:
+        raise RegistryError(f"tool pack {name!r} is not a registered add-on pack")
+    PACKS.unregister(name)
 
 
 def tool_packs() -> tuple[ToolPack, ...]:
-    """Every registered pack, built-in ones first."""
-    return tuple(_packs().values())
+    """Every registered pack, in the registry's order."""
+    return tuple(PACKS.values())
 
 
 def tool_pack(name: str) -> ToolPack:
-    """The pack `name`; ValueError naming the registered ones when there is none."""
-    pack = _packs().get(name)
-    if pack is None:
-        raise ValueError(f"unknown tool pack {name!r} (registered: {', '.join(_packs())})")
-    return pack
+    """The pack `name`; RegistryError naming the registered ones when there is none."""
+    return PACKS.lookup(name)
 
 
 def pack_of(tool: str) -> ToolPack | None:
     """The pack that offers `tool`; None for a tool every task has, or no tool at all."""
-    return next((p for p in _packs().values() if p.owns(tool)), None)
+    return PACKS.owner(tool)
 
 
 def pack_facts(outcome: Outcome | None, recommend_turn: int | None) -> list[str]:

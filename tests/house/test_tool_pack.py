@@ -29,6 +29,7 @@ from shopbench.env.packs import (
     unregister_handler,
 )
 from shopbench.env.toolkit import Toolkit, tool
+from shopbench.errors import RegistryError
 from shopbench.judging.llm.facts import facts_text
 from shopbench.outcome.spec import Slot
 from shopbench.packs.pack import (
@@ -38,6 +39,7 @@ from shopbench.packs.pack import (
     pack_page_rows,
     register_pack,
     tool_pack,
+    tool_packs,
     unregister_pack,
 )
 from shopbench.records.outcome import Outcome
@@ -203,5 +205,19 @@ def test_a_toy_pack_runs_through_every_layer(env: ShoppingEnv, stocked: None) ->
 def test_the_pack_is_gone_once_unregistered(env: ShoppingEnv) -> None:
     assert pack_of(TOOL) is None
     assert TOOL not in env.tool_specs("product")
-    with pytest.raises(ValueError, match=r"'stock' \(registered: web_search, shopper\)"):
+    with pytest.raises(RegistryError, match=r"tool pack 'stock'; allowed: web_search, shopper$"):
         tool_pack("stock")
+
+
+def test_a_tool_belongs_to_one_pack_and_the_built_in_packs_stay() -> None:
+    asking = dataclasses.replace(STOCK, name="asking", tools=(Tool.ASK_SHOPPER,))
+    with pytest.raises(RegistryError, match=r"'ask_shopper' already belongs to .* 'shopper'"):
+        register_pack(asking)
+    with pytest.raises(RegistryError, match="'shopper' is not a registered add-on pack"):
+        unregister_pack("shopper")
+    register_pack(STOCK, before="shopper")
+    try:
+        assert [p.name for p in tool_packs()] == ["web_search", "stock", "shopper"]
+    finally:
+        unregister_pack(STOCK.name)
+    assert [p.name for p in tool_packs()] == ["web_search", "shopper"]
