@@ -25,6 +25,7 @@ from shopbench.bench.stats import percentile
 from shopbench.chat import AssistantMessage, ChatMessage, FunctionCall, ToolCall
 from shopbench.env.prompts import SYSTEM_PROMPT_VERSION, render_system_prompt
 from shopbench.env.tools import ShopTools
+from shopbench.records.tools import Tool
 
 HISTORY_TURNS = 14  # completed turns before the one requested: turn 15
 LIMITS = {"max_turns": 30, "max_calls_per_turn": 5}  # as the environment fills the prompt
@@ -62,13 +63,13 @@ def history(seed: int = 0) -> tuple[list[ChatMessage], list[dict[str, Any]]]:
         query = " ".join(rng.choice(_WORDS) for _ in range(3))
         args = json.dumps({"q": query, "page": 1 + turn % 3, "price": "0-800"})
         call = ToolCall(
-            id=f"call_{turn}", function=FunctionCall(name="find_product", arguments=args)
+            id=f"call_{turn}", function=FunctionCall(name=Tool.FIND_PRODUCT, arguments=args)
         )
         thought = " ".join(rng.choice(_WORDS) for _ in range(30))
         messages.append(ChatMessage(role="assistant", reasoning_content=thought, tool_calls=[call]))
         result = _search_result(rng)
         messages.append(
-            ChatMessage(role="tool", tool_call_id=call.id, name="find_product", content=result)
+            ChatMessage(role="tool", tool_call_id=call.id, name=Tool.FIND_PRODUCT, content=result)
         )
     tools = [spec.openai_schema() for spec in ShopTools.tool_specs().values()]
     return messages, tools
@@ -82,7 +83,8 @@ class InstantPolicy:
     async def act(
         self, messages: list[ChatMessage], tools: list[dict[str, Any]]
     ) -> AssistantMessage:
-        call = ToolCall(id="c", function=FunctionCall(name="find_product", arguments='{"q":"x"}'))
+        search = FunctionCall(name=Tool.FIND_PRODUCT, arguments='{"q":"x"}')
+        call = ToolCall(id="c", function=search)
         return AssistantMessage(reasoning_content="search again", tool_calls=[call])
 
 
