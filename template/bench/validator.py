@@ -233,6 +233,7 @@ def run(
     from shopbench.catalog.store import build_catalog
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.generate import BuildConfig, build_tasks
+    from shopbench.tasks.intent_registry import intent_names
     from template.signing import LocalWallet
     from template.transport import MinerEndpoint
 
@@ -244,9 +245,11 @@ def run(
         with tempfile.TemporaryDirectory(prefix="shopbench-bench-validator-") as tmp:
             root = Path(tmp)
             build_catalog(root / "catalog", products, seed, workers=2)
+            # Every registered intent: each plays offline (a knowledge task's web_search
+            # reads the catalog's own knowledge pages), so none is left out.
             tasks = build_tasks(
-                BuildConfig(catalog=root / "catalog",
-                            intents=["product", "shop", "voucher", "clarify"], n=4, seed=seed)
+                BuildConfig(catalog=root / "catalog", intents=list(intent_names()), n=4,
+                            seed=seed)
             ).tasks  # fmt: skip
             # Intents in turn, so that every miner's few episodes and the serial run meet each.
             by_intent = [[t for t in tasks if t.intent == i] for i in dict.fromkeys(

@@ -338,11 +338,14 @@ def test_the_diagnosis_filters_count_what_duckdb_counts(
 
 def test_the_list_form_offers_the_closed_sets(arena_root: Path, records: list[Trajectory]) -> None:
     from shopbench.records.diagnosis import DIAGNOSIS_KINDS
+    from shopbench.tasks.intent_registry import intent_names
 
     with serving(create_app(ApiConfig(root=str(arena_root)))) as url, httpx.Client(
         base_url=url
     ) as c:
         page = c.get("/episodes").text
+        for intent in intent_names():
+            assert f'<option value="{intent}" >' in page
         for kind in DIAGNOSIS_KINDS:
             assert f'<option value="{kind}" >' in page
         for code in ("invalid_id", "bad_argument", "unknown_tool"):

@@ -37,6 +37,7 @@ FORM_FIELDS = ("intent", "success", "miner_uid", "termination", "failure", "fail
                "tool_error", "score_min", "score_max", "text", "slow_turn_ms",
                "gate_failed", "label")  # fmt: skip
 
+
 def render(index: ArchiveIndex, name: str, status: int = 200, **context: Any) -> HTMLResponse:
     """Template `name` with `context` and the embargo banner's state."""
     state = index.embargo
@@ -119,10 +120,14 @@ def criteria_of(t: Trajectory) -> list[dict[str, Any]]:
 
 
 def filter_choices(index: ArchiveIndex, annotations: AnnotationBook | None) -> dict[str, list[str]]:
-    """The list form's choices: the closed sets of the termination, diagnosis and tool-error
-    filters, the failing constraints the public archive holds, and the labels of the
-    served episodes' annotations."""
-    closed = {name: allowed_values(name) or [] for name in ("termination", "failure", "tool_error")}
+    """The list form's choices: the closed sets of the intent, termination, diagnosis and
+    tool-error filters (the intents a record may carry: the intent registry's built-in ones),
+    the failing constraints the public archive holds, and the labels of the served episodes'
+    annotations."""
+    closed = {
+        name: allowed_values(name) or []
+        for name in ("intent", "termination", "failure", "tool_error")
+    }
     return {**closed, "failure_constraint": index.failure_constraints(),
             "label": label_choices(index, annotations)}  # fmt: skip
 
