@@ -163,6 +163,9 @@ same at startup. The table names, for each family, the boundaries nearer the rai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
 from pydantic import ValidationError
 
 
@@ -195,12 +198,68 @@ class UnreadableArguments(ShopbenchError, ValueError):
     message is one line saying why."""
 
 
-def first_problem(e: ValidationError, *, under: str = "", default: str = "") -> str:
+class Problem(NamedTuple):
+    """The first problem of a pydantic error, in parts, for a boundary that reports it in
+    parts (a flag's usage error, a filter's refusal); :func:`first_problem` makes the line."""
+
+    loc: tuple[str, ...]
+    """Where, outermost first (``("limits", "max_turns")``); empty for the whole model."""
+    message: str
+    """Pydantic's message without its ``Value error, `` prefix."""
+    kind: str
+    """Pydantic's error type (``json_invalid``, ``missing``, ``less_than_equal``, ...)."""
+    input: Any
+    """The value refused (None when the error does not carry it)."""
+
+    @property
+    def field(self) -> str:
+        """The top-level field; "" when the problem is the whole model's."""
+        return self.loc[0] if self.loc else ""
+
+    @property
+    def given(self) -> str:
+        """``, got VALUE`` for a scalar value refused (its repr), else ""."""
+        if isinstance(self.input, (str, int, float)) and not isinstance(self.input, bool):
+            return f", got {self.input!r}"
+        return ""
+
+
+def first_error(e: ValidationError) -> Problem:
+    """The first problem of `e`, in parts."""
+    first = e.errors(include_url=False)[0]
+    return Problem(
+        loc=tuple(str(p) for p in first["loc"]),
+        message=str(first["msg"]).removeprefix("Value error, "),
+        kind=str(first["type"]),
+        input=first.get("input"),
+    )
+
+
+def first_problem(
+    e: ValidationError,
+    *,
+    under: str = "",
+    default: str = "",
+    names: Mapping[str, str] | None = None,
+    given: bool = False,
+    located: bool = True,
+    more: bool = False,
+) -> str:
     """A pydantic error as one line, the way every boundary of shopbench states one: the first
     problem's location, dotted (under `under`; `default` when it has none), then its message
     without pydantic's ``Value error, `` prefix — ``"limits.max_turns: Input should be ..."``.
+
+    `names` renames the location's first part (a field as its flag: ``--queries``); `given`
+    adds a scalar value refused (``, got 9``); `located` False gives the message alone;
+    `more` adds how many other problems there are (``(+2 more)``). The one place a
+    ``ValidationError`` becomes a line of text (``tests/house/test_errors.py`` keeps it so).
     """
-    first = e.errors()[0]
-    where = ".".join(str(p) for p in (*([under] if under else []), *first["loc"])) or default
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
+    problem = first_error(e)
+    loc = list(problem.loc)
+    if loc and names and loc[0] in names:
+        loc[0] = names[loc[0]]
+    where = ".".join([*([under] if under else []), *loc]) or default
+    message = problem.message + (problem.given if given else "")
+    if more and e.error_count() > 1:
+        message += f" (+{e.error_count() - 1} more)"
+    return f"{where}: {message}" if where and located else message

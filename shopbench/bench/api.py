@@ -37,15 +37,20 @@ class ApiBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    episodes: int = Field(default=1_000_000, ge=1000, description="episodes archived")
+    episodes: int = Field(
+        default=1_000_000, ge=1000, description="archived episodes the API serves"
+    )
     requests: int = Field(default=200, ge=10, description="requests timed per latency figure")
-    stream: int = Field(default=20_000, ge=100, description="episodes streamed as JSONL")
+    stream: int = Field(
+        default=20_000, ge=100, description="episodes streamed for the JSONL figure"
+    )
     shard_rows: int = Field(default=50_000, ge=1000, description="rows per sealed batch")
     base_episodes: int = Field(default=64, ge=4, description="real episodes played")
     work: str | None = Field(
-        default=None, description="scratch folder; an archive of the same size there is reused"
+        default=None, description="scratch folder, kept; an archive of the same size there is "
+        "reused (default: a temp dir)"
     )
-    seed: int = 0
+    seed: int = Field(default=0, description="seed of the real episodes played")
 
 
 class ApiBenchResult(BaseModel):

@@ -43,19 +43,24 @@ class ArchiveBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    episodes: int = Field(default=1_000_000, ge=1000, description="episodes queried over")
-    ingest: int = Field(default=20_000, ge=100, description="episodes ingested per figure")
+    episodes: int = Field(
+        default=1_000_000, ge=1000, description="archived episodes the query is measured over"
+    )
+    ingest: int = Field(
+        default=20_000, ge=100,
+        description="episodes ingested through the store for the ingest figures",
+    )  # fmt: skip
     shard_rows: int = Field(default=50_000, ge=1000, description="rows per shard")
     rss_sizes: list[int] = Field(
         default=[10_000, 40_000, 160_000], description="archive sizes of the memory figure"
     )
     figures: list[Literal["ingest", "query", "rss"]] = Field(
         default=["ingest", "query", "rss"],
-        description="which figures to measure: ingest rates, the query and bytes, peak RSS",
+        description="ingest (rates), query (query time and bytes), rss (peak memory)",
     )
     base_episodes: int = Field(default=64, ge=4, description="real episodes played")
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
-    seed: int = 0
+    seed: int = Field(default=0, description="seed of the real episodes played")
 
 
 class ArchiveBenchResult(BaseModel):

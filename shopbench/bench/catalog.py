@@ -13,6 +13,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CatalogBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    products: int = Field(default=100_000, ge=1, description="number of products")
+    seed: int = Field(default=1, description="catalog seed")
+    out: Path | None = Field(default=None, description="where to build (default: a temp dir)")
+    workers: int = Field(default=2, ge=1, description="generator processes")
+    keep: bool = Field(default=False, description="keep the temp catalog")
+
 
 def run(products: int, seed: int, out: Path | None, workers: int, keep: bool) -> dict[str, Any]:
     """Build a catalog of `products` from `seed`, time it, reopen it, and report figures."""

@@ -29,7 +29,11 @@ class ContaminationBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    test_sets: list[Path] = Field(min_length=1, description="task files of test queries")
+    test_sets: list[Path] = Field(
+        min_length=1, json_schema_extra={"flag": "test-set"},
+        description="task file of test queries (repeatable; in a checkout: "
+        "tests/data/shoppingbench/product_test.jsonl and voucher_test.jsonl)",
+    )  # fmt: skip
     tasks: Path | None = Field(
         default=None, description="task file of arena queries (default: generated)"
     )

@@ -37,20 +37,24 @@ class CurateBenchConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    sizes: list[int] = Field(default=[4000, 16000], min_length=1, description="archive sizes")
+    sizes: list[int] = Field(
+        default=[4000, 16000], min_length=1, description="archive sizes curated (episodes)"
+    )
     base_episodes: int = Field(default=64, ge=4, description="real episodes played")
-    verify: bool = Field(default=True, description="check every record's signature")
+    verify: bool = Field(default=True, description="check every signature")
     signatures: Literal["record", "shard"] = Field(
         default="record", description="record: each record's signature; shard: each manifest's"
     )
     work: str | None = Field(default=None, description="scratch folder (default: temp)")
     engines: list[Literal["local", "ray"]] = Field(
-        default=["local"], min_length=1, description="engines compared on each archive"
-    )
+        default=["local"], min_length=1,
+        description="local or ray; repeat to compare them on each archive",
+        json_schema_extra={"flag": "engine"},
+    )  # fmt: skip
     workers: list[int] = Field(
         default=[1], min_length=1, description="Ray workers of each Ray run (one run per count)"
     )
-    seed: int = 0
+    seed: int = Field(default=0, description="seed of the real episodes played")
 
 
 class SizeFigure(BaseModel):

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from shopbench.bench.stats import percentile
 from shopbench.catalog.schema import Product
 from shopbench.env.env import ShoppingEnv
@@ -119,6 +121,16 @@ def _token_overhead(
         "token_overhead_pct": 100.0 * token_ns / max(search_ns, 1),
         "call_overhead_pct": 100.0 * (call_ns - search_ns) / max(search_ns, 1),
     }
+
+
+class EnvBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    catalog: Path = Field(description="catalog directory")
+    episodes: int = Field(default=200, ge=1, description="episodes to play")
+    seed: int = Field(default=0, description="seed of the queries and the call mix")
 
 
 def run(catalog_dir: str | Path, episodes: int = 200, seed: int = 0) -> dict[str, Any]:

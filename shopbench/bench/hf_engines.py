@@ -29,6 +29,8 @@ Engine = Literal["transformers", "onnxruntime-genai"]
 SETTING = re.compile(r"^(float32|bfloat16|int8|onnx):([1-9][0-9]?)(:buffered)?$")
 ONNX = "onnx"
 """The setting's first part that names the onnxruntime-genai engine (float32)."""
+DEFAULT_SETTINGS = ("float32:2", "float32:1", "int8:2")
+"""The settings played when none is given."""
 
 
 class EngineSetting(BaseModel):
@@ -74,7 +76,11 @@ class EnginesBenchConfig(BaseModel):
     model: Path = Field(description="the model directory to play (hf:PATH's PATH)")
     catalog: Path = Field(description="the catalog the tasks are played on")
     tasks: Path = Field(description="a task file (its first product tasks are played)")
-    settings: list[EngineSetting] = Field(min_length=1, description="the first is the reference")
+    settings: list[EngineSetting] = Field(
+        default_factory=lambda: [EngineSetting.parse(s) for s in DEFAULT_SETTINGS],
+        min_length=1, description="settings to play; the first is the reference",
+        json_schema_extra={"flag": "setting"},
+    )  # fmt: skip
     view: str | None = Field(default=None, description="view (None: the model's recorded one)")
     episodes: int = Field(default=8, ge=1, description="episodes played per setting")
     max_turns: int = Field(default=8, ge=1, description="assistant turns an episode")

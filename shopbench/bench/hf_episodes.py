@@ -38,7 +38,8 @@ class EpisodesBenchConfig(BaseModel):
     episodes: int = Field(default=16, ge=1, description="episodes played per setting")
     views: list[str] = Field(
         default_factory=lambda: ["compact/h1/brief", "compact/tools"],
-        description="observation views to play in",
+        description="observation views to play in (repeat)",
+        json_schema_extra={"flag": "view"},
     )
     max_turns: int = Field(default=6, ge=1, description="assistant turns an episode")
     max_tokens: int = Field(default=128, ge=1, description="tokens generated a turn")

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from shopbench.agents.registry import POLICY_NAMES, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
@@ -59,6 +61,20 @@ async def _play(env: ShoppingEnv, tasks: list[Task], episodes: int, seed: int) -
         key = hashlib.sha256(f"bench-judge:{seed}:{i}".encode()).digest()
         out.append(await run_episode(env, task, policies[name], key=key))
     return out
+
+
+class JudgeBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    catalog: Path = Field(description="catalog directory")
+    tasks: Path | None = Field(
+        default=None, description="task file (default: product tasks drawn from the catalog)"
+    )
+    episodes: int = Field(default=100, ge=1, description="episodes to play")
+    seconds: float = Field(default=3.0, ge=0.1, description="CPU seconds to judge")
+    seed: int = Field(default=0, description="seed of the tasks, keys and policies")
 
 
 def run(

@@ -29,9 +29,13 @@ class LayoutsBenchConfig(BaseModel):
     model: Path = Field(description="the model directory whose tokenizer counts")
     settings: list[str] = Field(
         default_factory=lambda: ["step:compact/h1/brief", "episode:compact/tools"],
-        description="LAYOUT:VIEW pairs to build (layout: step or episode)",
+        description="LAYOUT:VIEW pairs to build (repeat), layout step or episode",
+        json_schema_extra={"flag": "setting"},
     )
-    intents: list[Intent] | None = Field(default=None, description="intents built (None: all)")
+    intents: list[Intent] | None = Field(
+        default=None, description="intents built (repeat; None: all)",
+        json_schema_extra={"flag": "intent"},
+    )  # fmt: skip
 
 
 class LayoutFigure(BaseModel):

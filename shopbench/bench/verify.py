@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from shopbench.agents.registry import POLICY_NAMES, make_policy
 from shopbench.env.env import ShoppingEnv
 from shopbench.judging.rubric.judge import RubricJudge
@@ -66,6 +68,20 @@ def _scored(trajectories: list[Trajectory]) -> list[Trajectory]:
         judged = [Judgement(rubric=judge.judge(t)) for t in mine]
         out.extend(score_round(str(uid), mine, judged, consensus).trajectories)
     return out
+
+
+class VerifyBenchConfig(BaseModel):
+    """What to measure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    catalog: Path = Field(description="catalog directory")
+    tasks: Path | None = Field(
+        default=None, description="task file (default: tasks generated from the catalog)"
+    )
+    episodes: int = Field(default=64, ge=1, description="episodes to play and archive")
+    seconds: float = Field(default=3.0, ge=0.1, description="wall seconds to verify")
+    seed: int = Field(default=0, description="seed of the tasks, keys and policies")
 
 
 def run(

@@ -16,17 +16,22 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import BaseModel
 
 from shopbench.archive.annotations.model import MAX_PER_ANNOTATOR
 from shopbench.archive.errors import ArchiveError
 from shopbench.archive.remote import ArchiveSource
+from shopbench.bench.api import ApiBenchConfig
+from shopbench.commands.bench import bench_command
 from shopbench.commands.blocks import archive_source_block, takes
 from shopbench.commands.flags import Flags
+from shopbench.traces.annotations import AnnotationSettings
 from shopbench.traces.api.config import ApiConfig
 
 archive_app = typer.Typer(help="The older name of `shopbench traces serve`.",
                           no_args_is_help=True)  # fmt: skip
 _API = Flags(ApiConfig)
+_ANNOTATIONS = Flags(AnnotationSettings)
 
 
 def _pulled(source: ArchiveSource, cache: Path | None) -> Path:
@@ -82,11 +87,7 @@ def serve_command(
         help="show only this annotator hotkey's annotations (repeat for several); by default "
         "every validly signed annotation is shown, with its hotkey",
     ),  # fmt: skip
-    max_per_annotator: int = typer.Option(
-        MAX_PER_ANNOTATOR, "--max-per-annotator", min=1, max=10_000,
-        help="the most annotations of one annotator shown on one episode (the earliest by "
-        "signed time); how many more are withheld is shown",
-    ),  # fmt: skip
+    max_per_annotator: int = _ANNOTATIONS.option("max_per_annotator", "--max-per-annotator"),
     source: ArchiveSource | None = None,
 ) -> None:
     """Serve the archive: JSON at /v1 (OpenAPI at /docs), the browser at /, read-only."""
@@ -172,27 +173,12 @@ def serve_hint(archive: Path) -> str:
     )
 
 
-def bench_api_command(
-    episodes: int = typer.Option(
-        1_000_000, "--episodes", min=1000, help="archived episodes the API serves"
-    ),
-    requests: int = typer.Option(200, "--requests", min=10, help="requests timed per figure"),
-    stream: int = typer.Option(
-        20_000, "--stream", min=100, help="episodes streamed for the JSONL figure"
-    ),
-    work: Path | None = typer.Option(
-        None, "--work", help="scratch folder, kept and reused (default: a temp dir)"
-    ),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_api_bench(config: ApiBenchConfig) -> BaseModel:
     """Filtered list page and trajectory-by-id latency (p50, p99) and bulk JSONL streaming
     rate, over HTTP against a real server on a large archive."""
-    from shopbench.bench.api import ApiBenchConfig, run_api_bench
+    from shopbench.bench.api import run_api_bench
 
-    report = run_api_bench(ApiBenchConfig(
-        episodes=episodes, requests=requests, stream=stream, work=str(work) if work else None,
-    ))  # fmt: skip
-    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+    return run_api_bench(config)
 
 
 def register(traces_app: typer.Typer, app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -201,4 +187,4 @@ def register(traces_app: typer.Typer, app: typer.Typer, bench_app: typer.Typer) 
     traces_app.command("serve")(serve_command)
     archive_app.command("serve")(serve_command)
     app.add_typer(archive_app, name="archive", hidden=True)
-    bench_app.command("api")(bench_api_command)
+    bench_app.command("api")(bench_command(ApiBenchConfig, _run_api_bench))

@@ -7,7 +7,6 @@ inside the commands, so the rest of the CLI never pays for it.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,18 @@ from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import SERVABLE_POLICIES, kinds_in_turn
 from shopbench.arena.config import ArenaConfig, parse_added
 from shopbench.commands import policy_flags
+from shopbench.commands.bench import bench_command
 from shopbench.commands.blocks import takes
 from shopbench.commands.flags import Flags
+from shopbench.errors import first_problem
+from shopbench.scoring.consensus import ConsensusConfig
+from shopbench.scoring.weights import WeightCurve
+from template.bench.config import ValidatorBenchConfig
 
 _ARENA = Flags(ArenaConfig)
+_CONSENSUS = Flags(ConsensusConfig)
+_CURVE = Flags(WeightCurve)
+_RELEASE = "the release's consensus"
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -51,22 +58,14 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),  # fmt: skip
         tasks_per_round: int = _ARENA.option("tasks_per_round", "--tasks"),
         concurrency: int = _ARENA.option("concurrency", "--concurrency"),
-        exponent: float | None = typer.Option(
-            None, "--weight-exponent", help="consensus override: weight ∝ EMA^exponent"
-        ),
-        burn: float | None = typer.Option(
-            None, "--burn", help="consensus override: weight share burned to uid 0"
-        ),
-        ema_alpha: float | None = typer.Option(
-            None, "--ema-alpha", help="consensus override: weight of a round in the EMA"
-        ),
+        exponent: float | None = _CURVE.override("exponent", "--weight-exponent", of=_RELEASE),
+        burn: float | None = _CURVE.override("burn", "--burn", of=_RELEASE),
+        ema_alpha: float | None = _CONSENSUS.override("ema_alpha", "--ema-alpha", of=_RELEASE),
         print_hotkey: bool = typer.Option(
             False, "--print-hotkey", help="print the arena validator's hotkey and exit"
         ),
         quiet: bool = typer.Option(False, "--quiet", help="no progress or leaderboard"),
-        force: bool = typer.Option(
-            False, "--force", help=ArenaConfig.model_fields["force"].description or ""
-        ),
+        force: bool = _ARENA.option("force", "--force"),
         judge: str | None = _ARENA.option("judge", "--judge"),
         judge_rate: float = _ARENA.option("judge_rate", "--judge-rate"),
         judge_budget: int | None = _ARENA.option("judge_budget", "--judge-budget"),
@@ -103,27 +102,14 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         typer.echo(f"wrote {out / 'arena.json'} and {report['trajectories']}")
         typer.echo(serve_hint(out / ARCHIVE_DIR))
 
-    @bench_app.command("validator")
-    def bench_validator(
-        miners: int = typer.Option(32, "--miners", min=1, help="instant miners"),
-        concurrency: int = typer.Option(64, "--concurrency", min=1, help="episodes at once"),
-        episodes: int = typer.Option(
-            64, "--episodes", min=1, help="episodes timed at full concurrency"
-        ),
-        processes: int = typer.Option(
-            4, "--processes", min=1, help="miner processes (the miners are spread over them)"
-        ),
-        products: int = typer.Option(5_000, "--products", min=500, help="catalog size"),
-        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-    ) -> None:
-        """Validator turns per second and per-turn overhead against instant loopback miners."""
-        from template.bench.validator import run
+    bench_app.command("validator")(bench_command(ValidatorBenchConfig, _run_validator_bench))
 
-        result = run(
-            miners=miners, concurrency=concurrency, episodes=episodes,
-            processes=processes, products=products,
-        )  # fmt: skip
-        typer.echo(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+def _run_validator_bench(config: ValidatorBenchConfig) -> dict[str, Any]:
+    """Validator turns per second and per-turn overhead against instant loopback miners."""
+    from template.bench.validator import run
+
+    return run(**config.model_dump())
 
 
 def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: float | None) -> Any:
@@ -140,6 +126,4 @@ def _consensus(base: Any, exponent: float | None, burn: float | None, alpha: flo
     try:
         return type(base).model_validate(data)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ArenaError(f"consensus override {loc}: {first['msg']}") from None
+        raise ArenaError(f"consensus override {first_problem(e)}") from None

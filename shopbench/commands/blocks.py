@@ -107,6 +107,27 @@ def model_options(
     return out
 
 
+def json_option(what: str = "the result") -> Any:
+    """``--json``, off by default: print `what` as JSON instead of text. The one output
+    switch of every command that can print JSON."""
+    return typer.Option(False, "--json", help=f"print {what} as JSON")
+
+
+def quiet_option() -> Any:
+    """``--quiet``: no progress bar."""
+    return typer.Option(False, "--quiet", help="no progress bar")
+
+
+def catalog_option(help: str = "catalog directory") -> Any:
+    """``--catalog DIR``, required."""
+    return typer.Option(..., "--catalog", help=help)
+
+
+def limit_option() -> Any:
+    """``--limit N``: only the first N tasks of a task file."""
+    return typer.Option(None, "--limit", min=1, help="only the first N tasks")
+
+
 ENDPOINT_HELP = "S3-compatible endpoint (R2, MinIO, a local server) for s3:// URLs"
 STORAGE_OPTION_HELP = "fsspec storage option KEY=VALUE (repeatable), e.g. key=…, secret=…"
 

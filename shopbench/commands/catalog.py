@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from shopbench.bench.catalog import CatalogBenchConfig
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import json_option, quiet_option
 from shopbench.commands.progress import progress_bar
 
 catalog_app = typer.Typer(help="Build, import and inspect product catalogs.", no_args_is_help=True)
@@ -24,7 +27,7 @@ def build(
     ] = None,
     chunk_size: Annotated[int, typer.Option(help="products per Parquet part")] = 50_000,
     workers: Annotated[int, typer.Option(help="generator processes")] = 2,
-    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+    quiet: bool = quiet_option(),
 ) -> None:
     """Generate a synthetic marketplace from a seed and index it (reuses an identical build)."""
     from shopbench.catalog.store import build_catalog
@@ -50,7 +53,7 @@ def import_(
     file: Annotated[Path, typer.Argument(help="ShoppingBench documents.jsonl or .jsonl.gz")],
     out: Annotated[Path, typer.Option("--out", help="catalog directory to write")],
     strict: Annotated[bool, typer.Option("--strict", help="a malformed line is fatal")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="no progress bar")] = False,
+    quiet: bool = quiet_option(),
 ) -> None:
     """Import ShoppingBench's product file (streaming) into a catalog directory."""
     from shopbench.catalog.importer import import_catalog
@@ -74,7 +77,7 @@ def import_(
 @catalog_app.command("info")
 def info(
     directory: Annotated[Path, typer.Argument(help="catalog directory")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: bool = json_option("the facts"),
 ) -> None:
     """Counts, categories, shops, seed hash and size of a catalog."""
     from shopbench.catalog.store import Catalog, describe
@@ -91,23 +94,14 @@ def info(
         typer.echo(f"{'':>20}{n:>9}  {name}")
 
 
-def bench_catalog(
-    products: Annotated[int, typer.Option("--products", help="number of products")] = 100_000,
-    seed: Annotated[int, typer.Option("--seed", help="catalog seed")] = 1,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="where to build (default: a temp dir)")
-    ] = None,
-    workers: Annotated[int, typer.Option(help="generator processes")] = 2,
-    keep: Annotated[bool, typer.Option("--keep", help="keep the temp catalog")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON (always on)")] = True,
-) -> None:
-    """Time a full build (generate + Parquet + index) and the reopen; print JSON."""
+def _run_bench(config: CatalogBenchConfig) -> dict[str, Any]:
+    """Time a full build (generate + Parquet + index) and the reopen."""
     from shopbench.bench.catalog import run
 
-    typer.echo(json.dumps(run(products, seed, out, workers, keep)))
+    return run(config.products, config.seed, config.out, config.workers, config.keep)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `shopbench catalog ...` and `shopbench bench catalog`."""
     app.add_typer(catalog_app, name="catalog")
-    bench_app.command("catalog")(bench_catalog)
+    bench_app.command("catalog")(bench_command(CatalogBenchConfig, _run_bench))

@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import typer
 
-_NETWORK_HELP = "the served chain, memory://HOST:PORT (as `chain serve` printed it)"
+
+def _network() -> Any:
+    """``--subtensor.network``: the served chain."""
+    return typer.Option(
+        "memory", "--subtensor.network",
+        help="the served chain, memory://HOST:PORT (as `chain serve` printed it)",
+    )  # fmt: skip
+
+
+def _netuid() -> Any:
+    """``--netuid``: the subnet on the served chain."""
+    return typer.Option(2, "--netuid", min=0, max=65535, help="the subnet")
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -68,8 +80,8 @@ def serve_command(
 
 
 def register_command(
-    network: str = typer.Option("memory", "--subtensor.network", help=_NETWORK_HELP),
-    netuid: int = typer.Option(2, "--netuid", min=0, max=65535, help="the subnet"),
+    network: str = _network(),
+    netuid: int = _netuid(),
     name: str = typer.Option("default", "--wallet.name", help="wallet (coldkey) name"),
     hotkey: str = typer.Option("default", "--wallet.hotkey", help="hotkey name in the wallet"),
     path: str = typer.Option("~/.bittensor/wallets", "--wallet.path", help="wallets directory"),
@@ -112,8 +124,8 @@ def register_command(
 
 
 def show_command(
-    network: str = typer.Option("memory", "--subtensor.network", help=_NETWORK_HELP),
-    netuid: int = typer.Option(2, "--netuid", min=0, max=65535, help="the subnet"),
+    network: str = _network(),
+    netuid: int = _netuid(),
 ) -> None:
     """Print the subnet on the development chain as JSON: neurons, weights, commits."""
     from bittensor import ChainError, RpcConnectionError

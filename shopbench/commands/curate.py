@@ -6,17 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from pydantic import BaseModel
 
 from shopbench.archive.remote import ArchiveSource
 from shopbench.bench.contamination import ContaminationBenchConfig
 from shopbench.bench.curate import CurateBenchConfig
-from shopbench.commands.blocks import archive_source_block, takes
-from shopbench.commands.flags import Flags
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import archive_source_block, json_option, takes
+from shopbench.commands.flags import Flags, Spell
 from shopbench.curation.engine_config import EngineConfig
 
-_BENCH = Flags(CurateBenchConfig)
 _ENGINE = Flags(EngineConfig)
-_CONTAMINATION = Flags(ContaminationBenchConfig)
 
 
 def _list_rules(value: bool) -> None:
@@ -51,7 +51,7 @@ def curate_command(
         help="task file whose queries must not be trained on (ShoppingBench's "
         "test files or ours; repeatable, added to the config's)",
     ),  # fmt: skip
-    as_json: bool = typer.Option(False, "--json", help="print report.json instead of a summary"),
+    as_json: bool = json_option("report.json instead of a summary"),
     engine: str = _ENGINE.option("kind", "--engine"),
     address: str | None = _ENGINE.option("address", "--address"),
     workers: int | None = _ENGINE.option("workers", "--workers"),
@@ -113,74 +113,33 @@ def curate_command(
         )
 
 
-def _numbers(text: str, flag: str) -> list[int]:
-    try:
-        return [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected numbers", param_hint=flag) from None
-
-
-def bench_curate_command(
-    sizes: str = typer.Option(
-        "4000,16000", "--sizes", help="archive sizes curated (comma-separated episodes)"
-    ),
-    base_episodes: int = _BENCH.option("base_episodes", "--base-episodes"),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="check every signature"),
-    signatures: str = _BENCH.option("signatures", "--signatures"),
-    work: Path | None = typer.Option(None, "--work", help="scratch folder (default: temp)"),
-    engine: list[str] = typer.Option(
-        ["local"], "--engine", help="local or ray; repeat to compare them on each archive"
-    ),
-    workers: str = typer.Option(
-        "1", "--workers", help="Ray workers of each Ray run (comma-separated: one run each)"
-    ),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_curate_bench(config: CurateBenchConfig) -> BaseModel:
     """Curation throughput (episodes/s) and peak memory, per engine (local; Ray with N
     workers), at several archive sizes."""
     from shopbench.bench.curate import run_curate_bench
     from template.signing import HotkeySigner, HotkeyVerifier, LocalWallet
 
-    counts, ns = _numbers(sizes, "--sizes"), _numbers(workers, "--workers")
-    cfg = _BENCH.build(
-        sizes=counts, base_episodes=base_episodes, verify=verify, signatures=signatures,
-        work=str(work) if work else None, engines=engine, workers=ns,
-    )  # fmt: skip
     wallet = LocalWallet.derive("curate-bench")
-    report = run_curate_bench(
-        cfg, signer=HotkeySigner.from_wallet(wallet), verifier=HotkeyVerifier()
+    return run_curate_bench(
+        config, signer=HotkeySigner.from_wallet(wallet), verifier=HotkeyVerifier()
     )
-    typer.echo(report.model_dump_json(indent=None if as_json else 2))
 
 
-def bench_contamination_command(
-    test_set: list[Path] = typer.Option(
-        ..., "--test-set",
-        help="task file of test queries (repeatable; in a checkout: "
-        "tests/data/shoppingbench/product_test.jsonl and voucher_test.jsonl)",
-    ),  # fmt: skip
-    tasks: Path | None = _CONTAMINATION.option("tasks", "--tasks"),
-    products: int = _CONTAMINATION.option("products", "--products"),
-    per_intent: int = _CONTAMINATION.option("per_intent", "--per-intent"),
-    seed: int = _CONTAMINATION.option("seed", "--seed"),
-    threshold: float | None = _CONTAMINATION.option("threshold", "--threshold"),
-    cover_threshold: float | None = _CONTAMINATION.option("cover_threshold", "--cover-threshold"),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_contamination_bench(config: ContaminationBenchConfig) -> BaseModel:
     """Contamination's catch rate on lightly edited test queries, per kind of edit, and its
     false-positive rate on arena queries."""
     from shopbench.bench.contamination import run_contamination_bench
 
-    cfg = _CONTAMINATION.build(
-        test_sets=test_set, tasks=tasks, products=products, per_intent=per_intent, seed=seed,
-        threshold=threshold, cover_threshold=cover_threshold,
-    )  # fmt: skip
-    report = run_contamination_bench(cfg)
-    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+    return run_contamination_bench(config)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add ``curate``, ``bench curate`` and ``bench contamination``."""
     app.command("curate")(curate_command)
-    bench_app.command("curate")(bench_curate_command)
-    bench_app.command("contamination")(bench_contamination_command)
+    comma = Spell(comma=True)
+    bench_app.command("curate")(bench_command(
+        CurateBenchConfig, _run_curate_bench, spell={"sizes": comma, "workers": comma}
+    ))  # fmt: skip
+    bench_app.command("contamination")(
+        bench_command(ContaminationBenchConfig, _run_contamination_bench)
+    )

@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from pydantic import BaseModel
 
+from shopbench.bench.distill import DistillBenchConfig
+from shopbench.commands.bench import bench_command
 from shopbench.commands.flags import Flags
 from shopbench.curation.engine_config import EngineConfig
 from shopbench.distill.config import CONFIGS, TrainConfig
@@ -23,12 +26,8 @@ distill_app = typer.Typer(
 )
 _BUILD = Flags(BuildConfig)
 _ENGINE = Flags(EngineConfig)
-_FIELDS = TrainConfig.model_fields
+_TRAIN = Flags(TrainConfig)
 PREPARED = ("tiny", "smollm2")
-
-
-def _help(field: str) -> str:
-    return f"{_FIELDS[field].description} (overrides the config)"
 
 
 @distill_app.command("build")
@@ -111,11 +110,11 @@ def train_command(
     config: Path | None = typer.Option(
         None, "--config", help=f"YAML/TOML config, or a shipped one: {', '.join(CONFIGS)}"
     ),
-    lora: bool | None = typer.Option(None, "--lora/--full", help=_help("lora")),
-    max_steps: int | None = typer.Option(None, "--max-steps", help=_help("max_steps")),
-    learning_rate: float | None = typer.Option(None, "--lr", help=_help("learning_rate")),
-    max_length: int | None = typer.Option(None, "--max-length", help=_help("max_length")),
-    packing: bool | None = typer.Option(None, "--packing/--no-packing", help=_help("packing")),
+    lora: bool | None = _TRAIN.override("lora", "--lora/--full"),
+    max_steps: int | None = _TRAIN.override("max_steps", "--max-steps"),
+    learning_rate: float | None = _TRAIN.override("learning_rate", "--lr"),
+    max_length: int | None = _TRAIN.override("max_length", "--max-length"),
+    packing: bool | None = _TRAIN.override("packing", "--packing/--no-packing"),
     resume: bool = typer.Option(False, "--resume", help="resume from the last checkpoint"),
 ) -> None:
     """Fine-tune a model on the SFT dataset with TRL's SFTTrainer (full or LoRA)."""
@@ -179,26 +178,11 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     register_onnx(distill_app)
     app.add_typer(distill_app, name="distill")
 
-    from shopbench.bench.distill import DistillBenchConfig
+    bench_app.command("distill")(bench_command(DistillBenchConfig, _run_bench))
 
-    bench = Flags(DistillBenchConfig)
 
-    @bench_app.command("distill")
-    def bench_distill(
-        episodes: int = bench.option("episodes", "--episodes"),
-        build_episodes: int = bench.option("build_episodes", "--build-episodes"),
-        steps: int = bench.option("steps", "--steps"),
-        seed: int = bench.option("seed", "--seed"),
-        catalog: str | None = bench.option("catalog", "--catalog"),
-        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-    ) -> None:
-        """Build throughput (episodes/s) and tiny-model training tokens/s on this machine."""
-        from shopbench.bench.distill import run_distill_bench
+def _run_bench(config: DistillBenchConfig) -> BaseModel:
+    """Build throughput (episodes/s) and tiny-model training tokens/s on this machine."""
+    from shopbench.bench.distill import run_distill_bench
 
-        result = run_distill_bench(
-            bench.build(
-                episodes=episodes, build_episodes=build_episodes, steps=steps, seed=seed,
-                catalog=catalog,
-            )
-        )
-        print(result.model_dump_json(indent=None if as_json else 2))
+    return run_distill_bench(config)

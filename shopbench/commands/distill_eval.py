@@ -14,7 +14,7 @@ import typer
 from shopbench.agents.options import PolicyOptions
 from shopbench.chat import MAX_TURNS
 from shopbench.commands import policy_flags
-from shopbench.commands.blocks import takes
+from shopbench.commands.blocks import catalog_option, limit_option, quiet_option, takes
 from shopbench.commands.flags import Flags
 from shopbench.evaluate.intervals import BootstrapConfig
 from shopbench.evaluate.trained.run import ModelEvalConfig
@@ -33,13 +33,13 @@ def register_eval(distill_app: typer.Typer) -> None:
     def eval_command(
         model: str = typer.Option(..., "--model", help="hf:PATH or openai:MODEL@URL"),
         tasks: Path = typer.Option(..., "--tasks", help="task file, e.g. the held-out split"),
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory of the tasks"),
+        catalog: Path = catalog_option("catalog directory of the tasks"),
         out: Path = typer.Option(..., "--out", help="directory for report.json/.md"),
         baseline: str | None = _EVAL.option("baseline", "--baseline"),
         samples: int = _EVAL.option("samples", "--samples"),
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
         seed: int = _EVAL.option("seed", "--seed"),
-        limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N tasks"),
+        limit: int | None = limit_option(),
         max_idle_turns: int | None = _LIMITS.option("max_idle_turns", "--max-idle-turns"),
         max_turns: int | None = typer.Option(
             None, "--max-turns", min=1,
@@ -52,7 +52,7 @@ def register_eval(distill_app: typer.Typer) -> None:
         ),  # fmt: skip
         expect_split: str = _EVAL.option("expect_split", "--expect-split"),
         resamples: int = _BOOT.option("resamples", "--resamples"),
-        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        quiet: bool = quiet_option(),
         policy_options: PolicyOptions | None = None,
     ) -> None:
         """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion and

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import typer
 
+from shopbench.commands.blocks import catalog_option
+from shopbench.commands.flags import Flags
 from shopbench.distill.rl.config import SHIPPED, RLConfig
 
-_FIELDS = RLConfig.model_fields
-
-
-def _help(field: str) -> str:
-    return f"{_FIELDS[field].description} (overrides the config)"
+_RL = Flags(RLConfig)
 
 
 def register_rl(distill_app: typer.Typer) -> None:
@@ -30,16 +28,14 @@ def register_rl(distill_app: typer.Typer) -> None:
                                   "checkpoint, e.g. distill train's OUT/model)"),
         tasks: Path = typer.Option(..., "--tasks", help="task file of live tasks (or JSONL "
                                    "rows with a 'task' field)"),
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory of the tasks"),
+        catalog: Path = catalog_option("catalog directory of the tasks"),
         out: Path = typer.Option(..., "--out", help="folder for checkpoints, model, report"),
         config: str | None = typer.Option(
             None, "--config", help=f"YAML/TOML config, or a shipped one: {', '.join(SHIPPED)}"
         ),
-        max_steps: int | None = typer.Option(None, "--max-steps", help=_help("max_steps")),
-        num_generations: int | None = typer.Option(
-            None, "--num-generations", help=_help("num_generations")
-        ),
-        learning_rate: float | None = typer.Option(None, "--lr", help=_help("learning_rate")),
+        max_steps: int | None = _RL.override("max_steps", "--max-steps"),
+        num_generations: int | None = _RL.override("num_generations", "--num-generations"),
+        learning_rate: float | None = _RL.override("learning_rate", "--lr"),
         eval_tasks: Path | None = typer.Option(
             None, "--eval-tasks", help="held-out task file: evaluate the trained model against "
             "the starting one afterwards (distill eval's table, in OUT/eval)",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+from shopbench.bench.env import EnvBenchConfig
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import catalog_option
 
 if TYPE_CHECKING:
     from shopbench.records.trajectory import Trajectory
@@ -97,7 +100,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
     @app.command("play")
     def play_command(
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+        catalog: Path = catalog_option(),
         task: str | None = typer.Option(
             None, "--task", help="FILE:N — line N (from 1) of a JSONL task file"
         ),
@@ -152,18 +155,14 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             _append(out, trajectory)
             print(f"wrote the trajectory to {out}")
 
-    @bench_app.command("env")
-    def bench_env(
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
-        episodes: int = typer.Option(200, "--episodes", min=1, help="episodes to play"),
-        seed: int = typer.Option(0, "--seed", help="seed of the queries and the call mix"),
-        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-    ) -> None:
-        """Tool calls per second and per-tool latency on a realistic call mix."""
-        from shopbench.bench.env import run
+    bench_app.command("env")(bench_command(EnvBenchConfig, _run_bench))
 
-        result = run(catalog, episodes=episodes, seed=seed)
-        print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+def _run_bench(config: EnvBenchConfig) -> dict[str, Any]:
+    """Tool calls per second and per-tool latency on a realistic call mix."""
+    from shopbench.bench.env import run
+
+    return run(config.catalog, episodes=config.episodes, seed=config.seed)
 
 
 def _append(path: Path, trajectory: Trajectory) -> None:

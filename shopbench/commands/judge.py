@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import POLICY_NAMES
+from shopbench.bench.judge import JudgeBenchConfig
 from shopbench.calibration.run import CalibrationConfig
 from shopbench.commands import policy_flags
-from shopbench.commands.blocks import takes
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import catalog_option, json_option, takes
 from shopbench.commands.flags import Flags
 from shopbench.trajectory.loop import RunLimits
 
@@ -22,10 +25,16 @@ judge_app = typer.Typer(help="Process judges: calibrate, show verdicts.", no_arg
 _SHOWN_CHARS = 160  # a rationale is cut to this in the one-line listing
 
 
+
+def _rubric() -> Any:
+    """``--rubric FILE``."""
+    return typer.Option(None, "--rubric", help="rubric file (default: the release's)")
+
+
 @judge_app.command("calibrate")
 @takes(policy_flags.policy_block(RunLimits.model_fields["turn_timeout_s"].default))
 def calibrate_command(
-    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+    catalog: Path = catalog_option(),
     tasks: Path = typer.Option(..., "--tasks", help="task file (JSONL)"),
     out: Path = typer.Option(..., "--out", help="directory for report.json, report.md, "
                              "verdicts.jsonl"),
@@ -33,9 +42,7 @@ def calibrate_command(
         "rubric", "--judge", help="rubric, or openai:MODEL@URL: an LLM judge read on every "
         "episode and combined with the rubric as validators combine them",
     ),  # fmt: skip
-    rubric: Path | None = typer.Option(
-        None, "--rubric", help="rubric file (default: the release's)"
-    ),
+    rubric: Path | None = _rubric(),
     policies: str | None = typer.Option(
         None, "--policies", help=f"comma-separated policies: reference ones (default: all: "
         f"{', '.join(POLICY_NAMES)}) and model ones (hf:PATH, openai:MODEL@URL) beside them",
@@ -133,10 +140,8 @@ def calibrate_command(
 def show_command(
     file: Path = typer.Argument(..., help="trajectories: a JSON record or JSONL lines"),
     judge: str = typer.Option("rubric", "--judge", help="judge name (rubric)"),
-    rubric: Path | None = typer.Option(
-        None, "--rubric", help="rubric file (default: the release's)"
-    ),
-    as_json: bool = typer.Option(False, "--json", help="print each verdict as a JSON line"),
+    rubric: Path | None = _rubric(),
+    as_json: bool = json_option("each verdict, one a line,"),
 ) -> None:
     """Judge the trajectories of a file and print each verdict (line, score, rationale)."""
     from shopbench.datafiles import read_text
@@ -174,19 +179,12 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the `judge` group to the root app and `judge` to the bench group."""
     app.add_typer(judge_app, name="judge")
 
-    @bench_app.command("judge")
-    def bench_judge(
-        catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
-        tasks: Path | None = typer.Option(
-            None, "--tasks", help="task file (default: product tasks drawn from the catalog)"
-        ),
-        episodes: int = typer.Option(100, "--episodes", min=1, help="episodes to play"),
-        seconds: float = typer.Option(3.0, "--seconds", min=0.1, help="CPU seconds to judge"),
-        seed: int = typer.Option(0, "--seed", help="seed of the tasks, keys and policies"),
-        as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-    ) -> None:
-        """Rubric-judge throughput (trajectories per second on one core) on real episodes."""
-        from shopbench.bench.judge import run
+    bench_app.command("judge")(bench_command(JudgeBenchConfig, _run_bench))
 
-        result = run(catalog, tasks=tasks, episodes=episodes, seconds=seconds, seed=seed)
-        print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+
+def _run_bench(config: JudgeBenchConfig) -> dict[str, Any]:
+    """Rubric-judge throughput (trajectories per second on one core) on real episodes."""
+    from shopbench.bench.judge import run
+
+    return run(config.catalog, tasks=config.tasks, episodes=config.episodes,
+               seconds=config.seconds, seed=config.seed)  # fmt: skip

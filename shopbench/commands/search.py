@@ -8,13 +8,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import BaseModel
 
 from shopbench.bench.relevance import RelevanceBenchConfig
 from shopbench.bench.search import SearchBenchConfig
-from shopbench.commands.flags import Flags
-
-_BENCH = Flags(SearchBenchConfig)
-_RELEVANCE = Flags(RelevanceBenchConfig)
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import json_option
 
 
 def search_command(
@@ -35,7 +34,7 @@ def search_command(
         str, typer.Option("--sort", help="default, priceasc, pricedesc or order (most sold)")
     ] = "default",
     page: Annotated[int, typer.Option("--page", help="page 1-5 of the top 50, 10 each")] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="print the hits as JSON")] = False,
+    as_json: bool = json_option("the hits"),
 ) -> None:
     """Search a catalog as an agent's find_product does, showing catalog ids."""
     from shopbench.catalog.layout import INDEX_DIR, read_manifest
@@ -63,42 +62,23 @@ def search_command(
     Console().print(table)
 
 
-def bench_search_command(
-    catalog: Path = _BENCH.option("catalog", "--catalog"),
-    queries: int = _BENCH.option("queries", "--queries"),
-    threads: int = _BENCH.option("threads", "--threads"),
-    seed: int = _BENCH.option("seed", "--seed"),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_search(config: SearchBenchConfig) -> BaseModel:
     """Search latency (p50/p99, filtered), throughput on 1 and N threads, open time."""
     from shopbench.bench.search import run
-    from shopbench.commands.progress import echo_result
 
-    config = _BENCH.build(catalog=catalog, queries=queries, threads=threads, seed=seed)
-    echo_result(run(config), as_json)
+    return run(config)
 
 
-def bench_relevance_command(
-    catalog: Path = _RELEVANCE.option("catalog", "--catalog"),
-    queries: int = _RELEVANCE.option("queries", "--queries"),
-    seed: int = _RELEVANCE.option("seed", "--seed"),
-    k: int = _RELEVANCE.option("k", "--k"),
-    lucene_python: Path = _RELEVANCE.option("lucene_python", "--lucene-python"),
-    work: Path | None = _RELEVANCE.option("work", "--work"),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_relevance(config: RelevanceBenchConfig) -> BaseModel:
     """Page 1 of find_product against ShoppingBench's Lucene stack on the same queries:
     overlap, all-words share, ties at the 10th hit, latency of both."""
     from shopbench.bench.relevance import run
-    from shopbench.commands.progress import echo_result
 
-    config = _RELEVANCE.build(catalog=catalog, queries=queries, seed=seed, k=k,
-                              lucene_python=lucene_python, work=work)
-    echo_result(run(config, say=lambda line: typer.echo(line, err=True)), as_json)
+    return run(config, say=lambda line: typer.echo(line, err=True))
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `search` to the root app, `search` and `relevance` to the bench group."""
     app.command("search")(search_command)
-    bench_app.command("search")(bench_search_command)
-    bench_app.command("relevance")(bench_relevance_command)
+    bench_app.command("search")(bench_command(SearchBenchConfig, _run_search))
+    bench_app.command("relevance")(bench_command(RelevanceBenchConfig, _run_relevance))

@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from pydantic import BaseModel
 
 from shopbench.bench.tasks import TaskBenchConfig
-from shopbench.commands.flags import Flags
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import catalog_option, json_option
+from shopbench.commands.flags import Flags, Spell
 from shopbench.tasks.generate import BuildConfig
 from shopbench.tasks.intent_registry import intent_names
 
-_BENCH = Flags(TaskBenchConfig)
 _BUILD = Flags(BuildConfig)
 tasks_app = typer.Typer(help="Task files: import, build, validate, stats.", no_args_is_help=True)
 
@@ -55,10 +57,15 @@ def import_tasks(
 
 
 def _intent_list(text: str) -> list[str]:
+    return _intent_names([p.strip() for p in text.split(",")])
+
+
+def _intent_names(given: list[str]) -> list[str]:
+    """The intents named (ShoppingBench's names too), each once; TaskError when none."""
     from shopbench.tasks.errors import TaskError
     from shopbench.tasks.shoppingbench_format import intent_name
 
-    names = [x for x in (p.strip() for p in text.split(",")) if x]
+    names = [x for x in given if x]
     if not names:
         raise TaskError(f"--intents is empty (allowed: {', '.join(intent_names())})")
     return list(dict.fromkeys(intent_name(x) for x in names))
@@ -66,7 +73,7 @@ def _intent_list(text: str) -> list[str]:
 
 @tasks_app.command("build")
 def build_command(
-    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+    catalog: Path = catalog_option(),
     out: Path = typer.Option(..., "--out", help="task file to write (JSONL)"),
     n: int = _BUILD.option("n", "--n", bounds=False),
     intents: str = typer.Option(
@@ -160,11 +167,11 @@ def build_command(
 @tasks_app.command("validate")
 def validate_command(
     file: Path = typer.Argument(..., help="task file (ours or ShoppingBench's)"),
-    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
+    catalog: Path = catalog_option(),
     exclude: list[Path] | None = typer.Option(
         None, "--exclude", help="task file whose targets' groups were forced held out"
     ),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    as_json: bool = json_option("the report"),
 ) -> None:
     """Re-check every task against the catalog, without any model; exit status 1 on a fault.
 
@@ -198,7 +205,7 @@ def validate_command(
 @tasks_app.command("stats")
 def stats_command(
     file: Path = typer.Argument(..., help="task file (ours or ShoppingBench's)"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    as_json: bool = json_option("the statistics"),
 ) -> None:
     """Per intent: count, constraints per slot, slot counts, voucher mix, query length."""
     from shopbench.tasks.io import read_tasks
@@ -216,29 +223,17 @@ def stats_command(
                 typer.echo(f"  {k:>26}: {v}")
 
 
-def bench_tasks_command(
-    catalog: Path = _BENCH.option("catalog", "--catalog"),
-    n: int = _BENCH.option("n", "--n"),
-    intents: str = typer.Option(
-        ",".join(intent_names()), "--intents", help="comma-separated intents"
-    ),
-    workers: int = _BENCH.option("workers", "--workers"),
-    seed: int = _BENCH.option("seed", "--seed"),
-    window: int = _BENCH.option("window", "--window"),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_bench(config: TaskBenchConfig) -> BaseModel:
     """Validated tasks per second on a catalog (the target: 10,000 from 1M in 2 minutes)."""
     from shopbench.bench.tasks import run
-    from shopbench.commands.progress import echo_result
 
-    config = _BENCH.build(
-        catalog=catalog, n=n, intents=_intent_list(intents), workers=workers, seed=seed,
-        window=window,
-    )
-    echo_result(run(config), as_json)
+    return run(config)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add the `tasks` group to the root app."""
     app.add_typer(tasks_app, name="tasks")
-    bench_app.command("tasks")(bench_tasks_command)
+    intents = Spell(comma=True, parse=_intent_names, default=",".join(intent_names()))
+    bench_app.command("tasks")(
+        bench_command(TaskBenchConfig, _run_bench, spell={"intents": intents})
+    )

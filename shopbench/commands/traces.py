@@ -12,9 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import BaseModel
 
 from shopbench.archive.filters import TraceFilter, is_list_filter
+from shopbench.bench.archive import ArchiveBenchConfig
+from shopbench.commands.bench import bench_command
 from shopbench.commands.blocks import Block, model_options, takes
+from shopbench.commands.flags import Spell
+from shopbench.errors import first_error, first_problem
 from shopbench.traces.formats import ALIASES, FORMATS
 
 traces_app = typer.Typer(
@@ -50,6 +55,11 @@ _SIGNED_BY_HELP = (
     "read only the shards this validator hotkey signed, each verified (signature, sha256); "
     "what is left out is named on stderr"
 )
+
+
+def _signed_by() -> Any:
+    """``--signed-by HOTKEY``."""
+    return typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP)
 
 
 def _read(  # type: ignore[no-untyped-def]
@@ -98,7 +108,7 @@ def query_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option("table", "--format", help=f"one of {', '.join(QUERY_FORMATS)}"),
     out: Path | None = typer.Option(None, "--out", help="write here instead of stdout"),
-    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
+    signed_by: str | None = _signed_by(),
     filters: TraceFilter | None = None,
 ) -> None:
     """Print (or write) the archived episodes matching the filters."""
@@ -152,7 +162,7 @@ def export_command(
     directory: Path = typer.Argument(..., help="archive root (the store's directory)"),
     fmt: str = typer.Option(..., "--format", help=_FORMAT_HELP),
     out: Path = typer.Option(..., "--out", help="a new folder (parquet, atif) or a file"),
-    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
+    signed_by: str | None = _signed_by(),
     filters: TraceFilter | None = None,
 ) -> None:
     """Export the matching episodes in one of the export formats, with its dataset card."""
@@ -207,10 +217,10 @@ def _report_config_block() -> Block:
         try:
             return ReportConfig.model_validate(given)
         except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            name = str(first["loc"][0])
+            name = first_error(e).field
             raise typer.BadParameter(
-                f"{given.get(name)!r}: {first['msg']}", param_hint=f"--{name.replace('_', '-')}"
+                f"{given.get(name)!r}: {first_problem(e, located=False)}",
+                param_hint=f"--{name.replace('_', '-')}",
             ) from None
 
     return Block("config", model_options(ReportConfig), build)
@@ -222,7 +232,7 @@ def report_command(
     miner: int = typer.Option(..., "--miner", min=0, help="the miner's uid"),
     root: Path = typer.Option(..., "--root", help="archive root (the store's directory)"),
     out: Path = typer.Option(..., "--out", help="the HTML file to write"),
-    signed_by: str | None = typer.Option(None, "--signed-by", help=_SIGNED_BY_HELP),
+    signed_by: str | None = _signed_by(),
     force: bool = typer.Option(False, "--force", help="overwrite --out if it exists"),
     config: Any = None,  # the block's ReportConfig (imported lazily, as the command runs)
 ) -> None:
@@ -256,40 +266,12 @@ def report_command(
                f"ASR {report.asr:.3f}, mean score {report.mean_score:.3f}")  # fmt: skip
 
 
-def bench_archive_command(
-    episodes: int = typer.Option(
-        1_000_000, "--episodes", min=1000, help="archived episodes the query is measured over"
-    ),
-    ingest: int = typer.Option(
-        20_000,
-        "--ingest",
-        min=100,
-        help="episodes ingested through the store for the ingest figures",
-    ),
-    work: Path | None = typer.Option(None, "--work", help="scratch folder (default: a temp dir)"),
-    figures: str = typer.Option(
-        "ingest,query,rss", "--figures",
-        help="comma-separated: ingest (rates), query (query time and bytes), rss (peak memory)",
-    ),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_archive_bench(config: ArchiveBenchConfig) -> BaseModel:
     """Ingest rate (group commit vs per-episode fsync), filtered query time vs a JSONL scan,
     bytes per episode vs JSONL, and peak memory while ingesting."""
-    from pydantic import ValidationError
+    from shopbench.bench.archive import run_archive_bench
 
-    from shopbench.bench.archive import ArchiveBenchConfig, run_archive_bench
-
-    try:
-        cfg = ArchiveBenchConfig(
-            episodes=episodes, ingest=ingest, work=str(work) if work else None,
-            figures=[f.strip() for f in figures.split(",") if f.strip()],
-        )  # fmt: skip
-    except ValidationError:
-        raise typer.BadParameter(
-            f"{figures!r}: choose from ingest, query, rss", param_hint="--figures"
-        ) from None
-    report = run_archive_bench(cfg)
-    typer.echo(report.model_dump_json(indent=None if as_json else 2))
+    return run_archive_bench(config)
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -301,4 +283,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     traces_annotate.register(traces_app)
     archive.register(traces_app, app, bench_app)
     app.add_typer(traces_app, name="traces")
-    bench_app.command("archive")(bench_archive_command)
+    comma = Spell(comma=True)
+    bench_app.command("archive")(bench_command(
+        ArchiveBenchConfig, _run_archive_bench, spell={"figures": comma, "rss_sizes": comma}
+    ))  # fmt: skip

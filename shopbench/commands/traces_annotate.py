@@ -21,10 +21,18 @@ import typer
 
 from shopbench.archive.annotations.model import LABELS, MAX_NOTE_CHARS
 from shopbench.archive.errors import AnnotationRefused
+from shopbench.commands.blocks import json_option
+from shopbench.commands.flags import Flags
 from shopbench.traces.annotations import AnnotationSettings
 
-_ROOT_HELP = "archive root (the store's directory, or a pulled folder)"
-_CAP = AnnotationSettings.model_fields["max_per_annotator"]
+_SETTINGS = Flags(AnnotationSettings)
+
+
+def _root() -> Any:
+    """``--root DIR``: the archive annotated."""
+    return typer.Option(
+        ..., "--root", help="archive root (the store's directory, or a pulled folder)"
+    )
 
 
 def _signer(name: str | None, hotkey: str | None, path: str | None) -> Any:
@@ -44,7 +52,7 @@ def _verifier() -> Any:
 
 
 def annotate_command(
-    root: Path = typer.Option(..., "--root", help=_ROOT_HELP),
+    root: Path = _root(),
     episode: str = typer.Option(..., "--episode", help="the episode's id"),
     turn: int | None = typer.Option(
         None, "--turn", help="the assistant turn (1 is the first); none: the whole episode"
@@ -90,13 +98,11 @@ def annotate_command(
 
 
 def annotations_command(
-    root: Path = typer.Option(..., "--root", help=_ROOT_HELP),
+    root: Path = _root(),
     episode: str | None = typer.Option(None, "--episode", help="only this episode's"),
     annotator: list[str] = typer.Option([], "--annotator", help="only this hotkey's (repeat)"),
-    as_json: bool = typer.Option(False, "--json", help="one JSON object instead of a table"),
-    max_per_annotator: int = typer.Option(
-        _CAP.default, "--max-per-annotator", min=1, max=10_000, help=_CAP.description
-    ),
+    as_json: bool = json_option("one object instead of a table"),
+    max_per_annotator: int = _SETTINGS.option("max_per_annotator", "--max-per-annotator"),
 ) -> None:
     """List the annotations, each verified; lines that fail are named on stderr (exit 1)."""
     from shopbench.archive.annotations.read import read_annotations

@@ -20,6 +20,7 @@ from shopbench.commands.blocks import (
     ENDPOINT_HELP,
     STORAGE_OPTION_HELP,
     archive_source_block,
+    json_option,
     takes,
 )
 
@@ -62,7 +63,7 @@ def pull_command(
     on_date: list[str] = typer.Option(
         [], "--date", help="only this UTC date, YYYY-MM-DD (repeatable)"
     ),
-    as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    as_json: bool = json_option("the report"),
     max_head_age: str | None = typer.Option(None, "--max-head-age", help=MAX_HEAD_AGE_HELP),
     source: ArchiveSource | None = None,
 ) -> None:
@@ -130,7 +131,7 @@ def publish_command(
     to: str = typer.Option(..., "--to", help="s3://bucket/prefix, file:///path or DIR"),
     endpoint_url: str | None = typer.Option(None, "--endpoint-url", help=ENDPOINT_HELP),
     storage_option: list[str] = typer.Option([], "--storage-option", help=STORAGE_OPTION_HELP),
-    as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    as_json: bool = json_option("the report"),
 ) -> None:
     """Upload the archive's sealed public shards the destination lacks, each shard before its
     manifest; what fails stays pending for the next run (exit 1)."""

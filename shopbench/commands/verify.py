@@ -9,7 +9,6 @@ regenerated from the seed exactly as the validator's task bank does
 
 from __future__ import annotations
 
-import json
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -17,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from shopbench.bench.verify import VerifyBenchConfig
+from shopbench.commands.bench import bench_command
+from shopbench.commands.blocks import json_option, quiet_option
 from shopbench.commands.flags import Flags
 from shopbench.records.task import INTENTS, Intent
 from shopbench.verify.config import MAX_BANK_PER_INTENT, VerifyConfig
@@ -154,8 +156,8 @@ def verify_command(
     ),
     rounds: bool = _CONFIG.option("rounds", "--rounds/--no-rounds"),
     derived_keys: bool = _CONFIG.option("derived_keys", "--derived-keys/--any-keys"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    as_json: bool = json_option("the report"),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Replay every archived episode's tool calls against the catalog and re-grade it; exit
     1 when any episode does not reproduce exactly (or a shard was left out)."""
@@ -228,24 +230,15 @@ def _default_bank_per_intent() -> int:
     return default
 
 
-def bench_verify_command(
-    catalog: Path = typer.Option(..., "--catalog", help="catalog directory"),
-    tasks: Path | None = typer.Option(
-        None, "--tasks", help="task file (default: tasks generated from the catalog)"
-    ),
-    episodes: int = typer.Option(64, "--episodes", min=1, help="episodes to play and archive"),
-    seconds: float = typer.Option(3.0, "--seconds", min=0.1, help="wall seconds to verify"),
-    seed: int = typer.Option(0, "--seed", help="seed of the tasks, keys and policies"),
-    as_json: bool = typer.Option(True, "--json/--no-json", help="print one JSON object"),
-) -> None:
+def _run_bench(config: VerifyBenchConfig) -> dict[str, Any]:
     """Episodes verified per second: real episodes archived, then replayed and re-graded."""
     from shopbench.bench.verify import run
 
-    result = run(catalog, tasks=tasks, episodes=episodes, seconds=seconds, seed=seed)
-    print(json.dumps(result, sort_keys=True) if as_json else json.dumps(result, indent=2))
+    return run(config.catalog, tasks=config.tasks, episodes=config.episodes,
+               seconds=config.seconds, seed=config.seed)  # fmt: skip
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     """Add `verify` to the root app and `verify` to the bench group."""
     app.command("verify")(verify_command)
-    bench_app.command("verify")(bench_verify_command)
+    bench_app.command("verify")(bench_command(VerifyBenchConfig, _run_bench))

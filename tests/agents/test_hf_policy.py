@@ -451,7 +451,7 @@ def test_the_episodes_bench_plays_each_view_with_and_without_kept_keys(
     main(["bench", "hf-episodes", "--model", str(random_model.path), "--catalog",
           str(catalog_dir), "--tasks", str(task_file), "--episodes", "2", "--max-turns", "3",
           "--max-tokens", "6", "--max-idle-turns", "3", "--view", "compact/h1",
-          "--view", "compact"])  # fmt: skip
+          "--view", "compact", "--json"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     figures = {(f["view"], f["kept"]): f for f in result["figures"]}
     assert set(figures) == {("compact/h1", False), ("compact/h1", True),
@@ -478,7 +478,7 @@ def test_the_engines_bench_compares_each_setting_with_the_first(
             str(catalog_dir), "--tasks", str(task_file), "--episodes", "2", "--max-turns", "2",
             "--max-tokens", "6", "--concurrency", "2"]  # fmt: skip
     main([*args, "--setting", "float32:1", "--setting", "float32:2", "--setting", "int8:1",
-          "--setting", "float32:1:buffered"])  # fmt: skip
+          "--setting", "float32:1:buffered", "--json"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     figures = {f["setting"]: f for f in result["figures"]}
     assert result["reference"] == "float32:1"

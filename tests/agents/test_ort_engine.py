@@ -119,7 +119,8 @@ def test_the_engines_bench_compares_onnx_with_transformers(
     write_tasks(task_file, tasks)
     main(["bench", "hf-engines", "--model", str(hf.path), "--catalog", str(catalog_dir),
           "--tasks", str(task_file), "--episodes", "2", "--max-turns", "2", "--max-tokens", "8",
-          "--concurrency", "2", "--setting", "float32:1", "--setting", "onnx:1"])  # fmt: skip
+          "--concurrency", "2", "--setting", "float32:1", "--setting", "onnx:1",
+          "--json"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     figures = {f["setting"]: f for f in result["figures"]}
     assert list(figures) == ["float32:1", "onnx:1"]

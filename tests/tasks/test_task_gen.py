@@ -306,10 +306,10 @@ def test_cli_builds_validates_and_rejects_bad_input_in_one_line(
     assert checked.returncode == 0 and "12/12 tasks valid; all valid" in checked.stdout
 
     for args, message in [
-        (["--n", "0"], "error: --n: input should be greater than or equal to 1, got 0"),
+        (["--n", "0"], "error: --n: Input should be greater than or equal to 1, got 0"),
         (["--n", "2", "--intents", "product,bogus"], "error: unknown intent 'bogus'"),
-        (["--n", "2", "--split", "test"], "error: --split: input should be 'live' or 'heldout'"),
-        (["--n", "2", "--window", "10"], "error: --window: input should be greater than or"),
+        (["--n", "2", "--split", "test"], "error: --split: Input should be 'live' or 'heldout'"),
+        (["--n", "2", "--window", "10"], "error: --window: Input should be greater than or"),
         (["--n", "2", "--split", "heldout", "--epoch", "1"],
          "error: epoch applies to the live split only"),
     ]:

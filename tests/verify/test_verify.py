@@ -526,6 +526,7 @@ def test_arguments_sent_as_compact_text_replay_as_they_were_sent(
 def test_the_bench_prints_episodes_verified_per_second(catalog_dir: Path) -> None:
     result = CliRunner().invoke(app, [
         "bench", "verify", "--catalog", str(catalog_dir), "--episodes", "10", "--seconds", "0.1",
+        "--json",
     ])  # fmt: skip
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout.strip().splitlines()[-1])
