@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from shopbench.agents.errors import PlayerQuit, PlayInputError
 from shopbench.chat import MAX_TURNS, AssistantMessage, ChatMessage, FunctionCall, ToolCall
+from shopbench.errors import first_problem
 
 HUMAN_TURN_TIMEOUT_S = 24 * 3600.0
 """Seconds a person may take over one turn: a day, so nobody at a prompt runs into it."""
@@ -202,7 +203,5 @@ def _turn(turn: int, name: str, arguments: dict[str, Any] | str) -> AssistantMes
     try:
         call = ToolCall(id=f"human-{turn}", function=FunctionCall(name=name, arguments=text))
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "call"
-        raise PlayInputError(f"not sent: {where} {first['msg']}") from None
+        raise PlayInputError(f"not sent: {first_problem(e, default='call')}") from None
     return AssistantMessage(tool_calls=[call])

@@ -35,6 +35,7 @@ from shopbench.agents.errors import PolicyOptionsError
 from shopbench.agents.format.views import ObservationView, recorded_view, resolve_view
 from shopbench.agents.local.config import HF_PREFIX, model_path
 from shopbench.datafiles import read_mapping
+from shopbench.errors import first_problem
 from shopbench.openai_compat.spec import OPENAI_PREFIX
 
 SAMPLED_TEMPERATURE = 0.6
@@ -248,10 +249,7 @@ def load_policy_options(path: str | Path) -> PolicyOptions:
     try:
         return PolicyOptions.model_validate(data)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"])
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        raise PolicyOptionsError(f"{where}: {key}: {msg} (got {first.get('input')!r})") from None
+        raise PolicyOptionsError(f"{where}: {first_problem(e, given=True)}") from None
 
 
 def resolve_policy_options(path: str | Path | None, top: PolicyOptions) -> PolicyOptions:

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from shopbench.archive.errors import FilterError
+from shopbench.errors import first_error
 from shopbench.records.diagnosis import DiagnosisKind
 from shopbench.records.task import Intent
 from shopbench.records.trajectory import TerminationReason, ToolErrorCode
@@ -219,14 +220,11 @@ class TraceFilter(BaseModel):
         try:
             return cls(**raw)
         except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            loc = first["loc"]
-            name = str(loc[0]) if loc else ""
-            message = str(first["msg"]).removeprefix("Value error, ")
+            problem = first_error(e)
+            name, message = problem.field, problem.message
             if not name:
                 raise FilterError(message) from None
-            given = first.get("input")
-            reason = f"{given!r} refused: {message}{_allowed(name)}"
+            reason = f"{problem.input!r} refused: {message}{_allowed(name)}"
             raise FilterError(
                 f"filter {_flag(name)}: {reason}", filter=name, allowed=allowed_values(name),
                 reason=reason,

@@ -24,6 +24,7 @@ from shopbench.archive.errors import SinkError
 from shopbench.archive.manifest import ShardManifest, canonical_payload
 from shopbench.archive.paths import SHARD_PATH, validator_name
 from shopbench.archive.signing import Signer, Verifier
+from shopbench.errors import first_problem
 
 HEAD_VERSION = 1
 HEADS_DIR = "_heads"
@@ -86,9 +87,8 @@ def parse_head(data: bytes, source: str) -> ArchiveHead:
     try:
         head = ArchiveHead.model_validate_json(data)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"])) or "head"
-        raise SinkError(f"{source}: not an archive head ({where}: {first['msg']})") from None
+        why = first_problem(e, default="head")
+        raise SinkError(f"{source}: not an archive head ({why})") from None
     bad = next((p for p in head.shards if not SHARD_PATH.fullmatch(p)), None)
     if bad is not None:
         raise SinkError(f"{source}: the head names {bad[:160]!r}, not a shard path")

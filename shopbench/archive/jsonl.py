@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from shopbench.archive.errors import SinkError
+from shopbench.errors import first_problem
 from shopbench.records.trajectory import Trajectory
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -114,5 +115,5 @@ def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
         try:
             yield Trajectory.model_validate_json(line)
         except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            raise SinkError(f"{p}:{number}: not a trajectory ({first['msg']})") from None
+            why = first_problem(e, located=False)
+            raise SinkError(f"{p}:{number}: not a trajectory ({why})") from None

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.bounds import oversized_rows
 from shopbench.archive.errors import SinkError
+from shopbench.errors import first_problem
 from shopbench.records.trajectory import LATE_FIELDS, Trajectory
 
 LAYOUT_VERSION = 2
@@ -351,11 +352,7 @@ def validate_record(record: dict[str, Any]) -> Trajectory:
     try:
         return Trajectory.model_validate(record)
     except (ValidationError, ValueError, TypeError) as e:
-        if isinstance(e, ValidationError):
-            first = e.errors(include_url=False)[0]
-            why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-        else:
-            why = str(e)
+        why = first_problem(e) if isinstance(e, ValidationError) else str(e)
         raise SinkError(why) from None
 
 

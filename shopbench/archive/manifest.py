@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.archive.errors import SinkError
 from shopbench.archive.signing import Signer, Verifier
+from shopbench.errors import first_problem
 
 MANIFEST_VERSION = 1
 """Version of the manifest layout below."""
@@ -108,9 +109,8 @@ def parse_manifest(data: bytes, source: str = "manifest") -> ShardManifest:
     try:
         return ShardManifest.model_validate_json(data)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(map(str, first["loc"])) or "manifest"
-        raise SinkError(f"{source}: not a shard manifest ({where}: {first['msg']})") from None
+        why = first_problem(e, default="manifest")
+        raise SinkError(f"{source}: not a shard manifest ({why})") from None
 
 
 def read_manifest(path: str | Path) -> ShardManifest:

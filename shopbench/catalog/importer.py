@@ -25,7 +25,7 @@ from shopbench.catalog.layout import FORMAT_VERSION, INDEX_DIR, CatalogManifest,
 from shopbench.catalog.parquet import write_products
 from shopbench.catalog.schema import SERVICES, Product
 from shopbench.catalog.store import Catalog, part_name, prepare_out, publish
-from shopbench.errors import ImportRecordError
+from shopbench.errors import ImportRecordError, first_problem
 
 _FIELDS = set(Product.model_fields)
 _SERVICE_BY_LOWER = {s.lower(): s for s in SERVICES}
@@ -153,7 +153,7 @@ def import_catalog(
                     reason = (
                         str(e).splitlines()[0]
                         if not isinstance(e, ValidationError)
-                        else (f"invalid product: {e.errors()[0]['loc']} {e.errors()[0]['msg']}")
+                        else f"invalid product: {first_problem(e)}"
                     )
                     err = ImportRecordError(str(src), lineno, reason)
                     if strict:

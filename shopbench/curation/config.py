@@ -33,6 +33,7 @@ from shopbench.curation.rules.outcome import OutcomeParams
 from shopbench.curation.rules.structure import StructureParams
 from shopbench.curation.rules.validity import ValidityParams
 from shopbench.datafiles import load_toml
+from shopbench.errors import first_problem
 
 DEFAULT_CONFIG = "curate.toml"
 RECOVERY = "recovery"
@@ -75,9 +76,7 @@ def _section(name: str, model: type[BaseModel], value: Any) -> BaseModel:
     try:
         return model.model_validate(value)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in (name, *first["loc"]))
-        raise ValueError(f"{loc}: {first['msg']}") from None
+        raise ValueError(first_problem(e, under=name)) from None
 
 
 class CurateConfig(BaseModel):

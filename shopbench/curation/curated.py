@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from shopbench.archive.errors import SinkError
 from shopbench.archive.layout import LATE_COLUMNS, SCHEMA, from_table, to_table
 from shopbench.curation.errors import CuratedSetError
+from shopbench.errors import first_problem
 from shopbench.records.trajectory import Trajectory
 
 DATA_DIR = "data"
@@ -243,5 +244,5 @@ def read_curated_group(file: Path, group: int) -> Iterator[CuratedEpisode]:
         try:
             yield CuratedEpisode(trajectory=t, weight=w, tags=g or [], turn_mask=m)
         except ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            raise CuratedSetError(f"{file}: episode {t.episode_id}: {first['msg']}") from None
+            why = first_problem(e, located=False)
+            raise CuratedSetError(f"{file}: episode {t.episode_id}: {why}") from None

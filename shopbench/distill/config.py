@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from shopbench.datafiles import read_mapping
 from shopbench.distill.errors import TrainConfigError
-from shopbench.errors import ShopbenchError
+from shopbench.errors import ShopbenchError, first_problem
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 
@@ -146,9 +146,7 @@ def load_config(
     try:
         return model(**data)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"]) or "config"
-        raise error(f"{where}: {key}: {first['msg']}") from None
+        raise error(f"{where}: {first_problem(e, default='config')}") from None
 
 
 def load_train_config(path: Path | None = None, **overrides: Any) -> TrainConfig:

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from shopbench.errors import first_problem
 from shopbench.outcome.spec import PriceBound, Slot, Voucher
 from shopbench.records.task import Intent
 from shopbench.tasks.errors import TaskError
@@ -136,14 +137,9 @@ def _slot_from_record(raw: Any, where: str) -> Slot:
 
 
 def validation_reason(e: ValidationError, where: str = "") -> str:
-    """One line from a pydantic error: the first problem's location under `where`, its message."""
-    err = e.errors()[0]
-    loc = where
-    for part in err["loc"]:
-        loc += f"[{part}]" if isinstance(part, int) else f".{part}" if loc else str(part)
-    msg = err["msg"].removeprefix("Value error, ")
-    more = f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
-    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
+    """One line from a pydantic error: the first problem's location under `where`, its
+    message, how many more there are."""
+    return first_problem(e, under=where, more=True)
 
 
 def task_from_record(record: Any, intent: Intent | str | None = None) -> Task:

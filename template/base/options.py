@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from shopbench.errors import ShopbenchError
+from shopbench.errors import ShopbenchError, first_error
 from shopbench.settings import ENV_PREFIX, Setting, settings
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -199,16 +199,13 @@ def validate(
     try:
         return model.model_validate(tree)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        loc = tuple(str(p) for p in first["loc"])
+        problem = first_error(e)
+        loc = problem.loc
         sources = sources or {}
         where = next((sources[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in sources), None)
         if where is None:
             flag = next((o.flag for o in opts or [] if o.path == loc), None)
             where = flag or ".".join(loc) or model.__name__
-        msg = str(first["msg"]).removeprefix("Value error, ")
         if not loc:
-            raise ConfigError(msg) from None
-        given = first.get("input")
-        got = f" (got {given!r})" if isinstance(given, (str, int, float)) else ""
-        raise ConfigError(f"{where}: {msg}{got}") from None
+            raise ConfigError(problem.message) from None
+        raise ConfigError(f"{where}: {problem.message}{problem.given}") from None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shopbench.errors import ShopbenchError
+from shopbench.errors import ShopbenchError, first_problem
 from shopbench.scoring.copies import CopyBook
 from shopbench.scoring.weights import ScoreBook
 
@@ -139,9 +139,7 @@ def load_state(path: Path, hotkey: str, netuid: int) -> ValidatorState | None:
     try:
         state = ValidatorState.model_validate(raw)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise StateError(f"{path}: invalid validator state at {loc}: {first['msg']}") from None
+        raise StateError(f"{path}: invalid validator state at {first_problem(e)}") from None
     if state.hotkey != hotkey or state.netuid != netuid:
         raise StateError(
             f"{path}: saved by hotkey {state.hotkey} on netuid {state.netuid}, not {hotkey} on "

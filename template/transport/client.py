@@ -20,6 +20,7 @@ from bittensor import http_auth
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.chat import MAX_REQUEST_BYTES, cut_utf8
+from shopbench.errors import first_error, first_problem
 from shopbench.trajectory.loop import DEFAULT_TURN_TIMEOUT_S
 from template.errors import (
     BadStatus,
@@ -176,11 +177,10 @@ class MinerClient:
         try:
             return model.model_validate_json(data)
         except ValidationError as e:
-            first = e.errors(include_url=False, include_input=False)[0]
-            if first["type"] == "json_invalid":
+            if first_error(e).kind == "json_invalid":
                 raise InvalidReply(where, "reply is not JSON") from None
-            loc = ".".join(str(p) for p in first["loc"]) or "body"
-            raise InvalidReply(where, f"invalid {model.__name__}: {loc}: {first['msg']}") from None
+            why = first_problem(e, default="body")
+            raise InvalidReply(where, f"invalid {model.__name__}: {why}") from None
 
     async def _send(
         self, endpoint: MinerEndpoint, method: str, path: str, body: bytes, deadline: float

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shopbench.chat import MAX_TURNS, AssistantMessage, ChatMessage
+from shopbench.errors import first_problem
 from template.errors import InvalidRequest
 from template.protocol import StepRequest, ToolSchema, Usage, WireMessage
 from template.transport.client import MinerClient, MinerEndpoint
@@ -68,9 +69,8 @@ class RemotePolicy:
                 tools=[ToolSchema.model_validate(t) for t in tools],
             )
         except ValidationError as e:
-            first = e.errors(include_url=False, include_input=False)[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "request"
-            raise InvalidRequest(str(self.endpoint), f"{loc}: {first['msg']}") from None
+            why = first_problem(e, default="request")
+            raise InvalidRequest(str(self.endpoint), why) from None
         started = time.perf_counter()
         reply = await self.client.step(self.endpoint, request, deadline_s=self.deadline_s)
         self.turns.append(

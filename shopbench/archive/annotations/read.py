@@ -23,6 +23,7 @@ from shopbench.archive.annotations.model import (
     annotation_problem,
 )
 from shopbench.archive.signing import Verifier
+from shopbench.errors import first_error
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class FileReading:
         try:
             a = Annotation.model_validate_json(raw)
         except ValidationError as e:
-            kind = e.errors()[0]["type"]
+            kind = first_error(e).kind
             self._problem(
                 "not JSON"
                 if kind == "json_invalid"

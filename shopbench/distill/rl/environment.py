@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from shopbench.distill.errors import RLDataError, RLError
 from shopbench.env.env import ShoppingEnv
 from shopbench.env.tools import ShopTools, tool_method
+from shopbench.errors import first_problem
 from shopbench.packs.shopper import PACK as SHOPPER
 from shopbench.packs.web_search import PACK as WEB_SEARCH
 from shopbench.records.tools import Tool
@@ -295,9 +296,8 @@ def parse_row_task(task: Any) -> Task:
             return Task.model_validate_json(task)
         return Task.model_validate(task)
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(str(x) for x in first["loc"]) or "task"
-        raise RLDataError(f"a row's task is not a task: {where}: {first['msg']}") from None
+        why = first_problem(e, default="task")
+        raise RLDataError(f"a row's task is not a task: {why}") from None
 
 
 def _key_bytes(text: str | None) -> bytes:
