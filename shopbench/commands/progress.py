@@ -1,13 +1,10 @@
-"""The progress bar every long-running command shows, and the bench result printer."""
+"""The progress bar every long-running command shows."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
-
 if TYPE_CHECKING:
-    from pydantic import BaseModel
     from rich.progress import Progress, ProgressColumn
 
 
@@ -27,11 +24,3 @@ def progress_bar(*extra: ProgressColumn) -> Progress:
         TimeElapsedColumn(), TimeRemainingColumn(),
     )
 
-
-def echo_result(result: BaseModel, as_json: bool) -> None:
-    """Print a benchmark result: one JSON object, or aligned `key: value` lines."""
-    if as_json:
-        typer.echo(result.model_dump_json())
-        return
-    for k, v in result.model_dump().items():
-        typer.echo(f"{k:>16}: {v}")
