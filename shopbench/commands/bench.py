@@ -55,4 +55,6 @@ def bench_command(
 
     command.__doc__ = help or run.__doc__
     command.__name__ = command.__qualname__ = f"bench_{config.__name__}"
-    return takes(block, _OUTPUT)(command)
+    made = takes(block, _OUTPUT)(command)
+    made.bench_config = config  # type: ignore[attr-defined]  # read by the house test
+    return made

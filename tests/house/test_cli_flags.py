@@ -78,3 +78,42 @@ def test_the_command_prints_a_usage_error_without_a_traceback() -> None:
     assert run.returncode == 2
     assert "Invalid value for '--queries'" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def _click_app() -> typer.core.TyperGroup:
+    root = typer.main.get_command(app)
+    assert isinstance(root, typer.core.TyperGroup)
+    return root
+
+
+def _commands(group: typer.core.TyperGroup, path: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, typer.core.TyperGroup):
+            out |= _commands(command, f"{path}{name} ")
+        else:
+            out[f"{path}{name}"] = command
+    return out
+
+
+def test_every_bench_command_is_made_from_its_config() -> None:
+    from shopbench.commands.flags import flag_of
+
+    bench = _click_app().commands["bench"]
+    assert isinstance(bench, typer.core.TyperGroup) and len(bench.commands) >= 19
+    for name, command in bench.commands.items():
+        config = getattr(command.callback, "bench_config", None)
+        assert config is not None, f"bench {name} is not made by bench_command"
+        flags = {o for p in command.params for o in p.opts}
+        fields = {flag_of(f, info) for f, info in config.model_fields.items()} | {"--json"}
+        assert flags == fields, f"bench {name}: {sorted(flags ^ fields)}"
+
+
+def test_json_is_one_switch_off_by_default_wherever_a_command_prints_json() -> None:
+    found = 0
+    for name, command in _commands(_click_app()).items():
+        for p in command.params:  # type: ignore[attr-defined]
+            if "--json" in p.opts:
+                found += 1
+                assert p.default is False and not p.secondary_opts, f"{name}: --json"
+    assert found >= 25
