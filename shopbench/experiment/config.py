@@ -28,7 +28,7 @@ from shopbench.agents.local.config import check_model_dir
 from shopbench.arena.config import ArenaConfig
 from shopbench.datafiles import read_mapping
 from shopbench.distill.config import CONFIGS, shipped_config
-from shopbench.errors import ShopbenchError
+from shopbench.errors import ShopbenchError, first_problem
 from shopbench.experiment.arms import ARMS, BASE, UNTRAINED, Arm, rows_of
 from shopbench.experiment.errors import ExperimentError
 from shopbench.records.task import Intent
@@ -227,10 +227,7 @@ def load_experiment(path: Path, **overrides: Any) -> ExperimentConfig:
     try:
         config = ExperimentConfig.model_validate({**data, **overrides})
     except ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        key = ".".join(str(x) for x in first["loc"]) or "config"
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise ExperimentError(f"{path}: {key}: {message}") from None
+        raise ExperimentError(f"{path}: {first_problem(e, default='config')}") from None
     if (config.arena is None) == (config.archive is None):
         raise ExperimentError(f"{path}: give an arena (to play) or an archive (that exists)")
     try:

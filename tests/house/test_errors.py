@@ -183,11 +183,6 @@ def test_the_line_can_name_a_flag_the_value_refused_and_how_many_more() -> None:
 ROOT = Path(__file__).resolve().parents[2]
 _SCANNED = ("shopbench", "template", "neurons")
 _HOME = "shopbench/errors.py"
-# Copies in code owned by its own change, each to become first_problem there; listed so the
-# scan stays strict everywhere else (the test below fails once a copy is gone: drop it here).
-_PENDING = {"shopbench/experiment/config.py"}
-
-
 def _copies_in(source: str, name: str) -> list[int]:
     """The lines of `source` that take a ValidationError's first problem by hand: an
     ``.errors(...)`` call indexed (``e.errors()[0]``); a slice of them (a list of problems,
@@ -217,14 +212,14 @@ def _hand_copies() -> dict[str, list[int]]:
 
 
 def test_only_first_problem_makes_a_validation_error_one_line() -> None:
-    copies = {f: lines for f, lines in _hand_copies().items() if f not in _PENDING}
+    copies = _hand_copies()
     assert not copies, (
         "a ValidationError's first problem taken by hand (use shopbench.errors.first_problem, "
         f"or first_error for its parts): {copies}"
     )
 
 
-def test_the_scan_finds_a_hand_copy_and_the_pending_ones() -> None:
+def test_the_scan_finds_a_hand_copy() -> None:
     source = (
         "try:\n    pass\nexcept ValueError as e:\n"
         "    why = e.errors(include_url=False)[0]['msg']\n"
@@ -232,5 +227,3 @@ def test_the_scan_finds_a_hand_copy_and_the_pending_ones() -> None:
         "    some = e.errors()[:3]\n"
     )
     assert _copies_in(source, "example.py") == [4]
-    stale = _PENDING - set(_hand_copies())
-    assert not stale, f"no hand copy left in {sorted(stale)}: drop them from _PENDING"
