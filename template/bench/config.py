@@ -31,3 +31,8 @@ class ValidatorBenchConfig(BaseModel):
     )
     products: int = Field(default=5_000, ge=500, description="catalog size")
     seed: int = Field(default=1, description="seed of the catalog and the tasks")
+    intents: list[str] | None = Field(
+        default=None, description="intents of the tasks played, played in turn (repeat; "
+        "default: every registered intent)",
+        json_schema_extra={"flag": "intent"},
+    )  # fmt: skip

@@ -228,8 +228,10 @@ def run(
     processes: int = 4,
     products: int = 5_000,
     seed: int = 1,
+    intents: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Build a catalog and tasks, start the miner processes, measure; the figures as a dict."""
+    """Build a catalog and tasks of `intents` (None: every registered intent), start the
+    miner processes, measure; the figures as a dict."""
     from shopbench.catalog.store import build_catalog
     from shopbench.env.env import ShoppingEnv
     from shopbench.tasks.generate import BuildConfig, build_tasks
@@ -245,11 +247,11 @@ def run(
         with tempfile.TemporaryDirectory(prefix="shopbench-bench-validator-") as tmp:
             root = Path(tmp)
             build_catalog(root / "catalog", products, seed, workers=2)
-            # Every registered intent: each plays offline (a knowledge task's web_search
-            # reads the catalog's own knowledge pages), so none is left out.
+            # Every registered intent by default: each plays offline (a knowledge task's
+            # web_search reads the catalog's own knowledge pages), so none is left out.
             tasks = build_tasks(
-                BuildConfig(catalog=root / "catalog", intents=list(intent_names()), n=4,
-                            seed=seed)
+                BuildConfig(catalog=root / "catalog", intents=intents or list(intent_names()),
+                            n=4, seed=seed)
             ).tasks  # fmt: skip
             # Intents in turn, so that every miner's few episodes and the serial run meet each.
             by_intent = [[t for t in tasks if t.intent == i] for i in dict.fromkeys(
