@@ -20,15 +20,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.local.ort_engine import Precision
 from shopbench.bench.hf_episodes import PlayedFigure, play_episodes, product_tasks
 from shopbench.errors import ShopbenchError
 from shopbench.records.trajectory import Trajectory
 
 Dtype = Literal["float32", "bfloat16", "int8"]
 Engine = Literal["transformers", "onnxruntime-genai"]
-SETTING = re.compile(r"^(float32|bfloat16|int8|onnx):([1-9][0-9]?)(:buffered)?$")
+SETTING = re.compile(
+    r"^(float32|bfloat16|int8|onnx|onnx-int8|onnx-int4):([1-9][0-9]?)(:buffered)?$"
+)
 ONNX = "onnx"
-"""The setting's first part that names the onnxruntime-genai engine (float32)."""
+"""The setting's first part that names the onnxruntime-genai engine (float32; ``onnx-int4``
+and ``onnx-int8`` its quantized exports, in the folders beside the float32 one)."""
 DEFAULT_SETTINGS = ("float32:2", "float32:1", "int8:2")
 """The settings played when none is given."""
 
@@ -44,19 +48,25 @@ class EngineSetting(BaseModel):
     dtype: Dtype
     threads: int = Field(ge=1, le=99)
     buffered: bool = False
+    precision: Precision = "fp32"
+    """The onnxruntime-genai export played (the transformers engine's is its dtype)."""
 
     @classmethod
     def parse(cls, text: str) -> EngineSetting:
         """``DTYPE:THREADS[:buffered]`` (``float32:2``, ``int8:1``, ``float32:2:buffered``)
-        or ``onnx:THREADS``; ShopbenchError when malformed."""
+        or ``onnx[-int8|-int4]:THREADS``; ShopbenchError when malformed."""
         found = SETTING.match(text.strip())
-        if found is None or (found.group(1) == ONNX and found.group(3) is not None):
+        onnx = found is not None and found.group(1).startswith(ONNX)
+        if found is None or (onnx and found.group(3) is not None):
             raise ShopbenchError(
                 f"engine setting {text!r}: give DTYPE:THREADS[:buffered], DTYPE float32, "
-                "bfloat16 or int8, or onnx:THREADS (e.g. float32:2, float32:2:buffered, onnx:2)"
+                "bfloat16 or int8, or onnx[-int8|-int4]:THREADS (e.g. float32:2, "
+                "float32:2:buffered, onnx:2, onnx-int4:2)"
             )
-        if found.group(1) == ONNX:
-            return cls(engine="onnxruntime-genai", dtype="float32", threads=int(found.group(2)))
+        if onnx:
+            precision = found.group(1).removeprefix(ONNX).lstrip("-") or "fp32"
+            return cls(engine="onnxruntime-genai", dtype="float32", threads=int(found.group(2)),
+                       precision=precision)  # type: ignore[arg-type]  # fmt: skip
         return cls(dtype=found.group(1), threads=int(found.group(2)),  # type: ignore[arg-type]
                    buffered=found.group(3) is not None)  # fmt: skip
 
@@ -64,7 +74,8 @@ class EngineSetting(BaseModel):
     def name(self) -> str:
         """The setting as it was given."""
         if self.engine == "onnxruntime-genai":
-            return f"{ONNX}:{self.threads}"
+            quantized = "" if self.precision == "fp32" else f"-{self.precision}"
+            return f"{ONNX}{quantized}:{self.threads}"
         return f"{self.dtype}:{self.threads}" + (":buffered" if self.buffered else "")
 
 
@@ -88,6 +99,10 @@ class EnginesBenchConfig(BaseModel):
     max_idle_turns: int = Field(default=2, ge=1, description="idle turns that end an episode")
     concurrency: int = Field(default=8, ge=1, description="episodes played at once")
     kv_tokens: int = Field(default=65_536, ge=0, description="keys and values kept (0: none)")
+    decoding: Literal["free", "constrained"] = Field(
+        default="free", description="tool calls free, or each turn under the grammar of the "
+        "tool schemas and the ids shown (the same in every setting)",
+    )  # fmt: skip
     onnx_dir: Path | None = Field(
         default=None, description="the onnx settings' onnxruntime-genai folder (None: the "
         "model's onnx folder, as `shopbench distill export-onnx` writes it)",
@@ -132,7 +147,7 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
 
     from shopbench.agents.local.config import HFPolicyConfig
     from shopbench.agents.local.engine import HFEngine
-    from shopbench.agents.local.ort_engine import ORTEngine
+    from shopbench.agents.local.ort_engine import ORTEngine, onnx_folder
     from shopbench.agents.local.policy import HFPolicy
     from shopbench.chat import EpisodeLimits
     from shopbench.env.env import ShoppingEnv
@@ -147,8 +162,9 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
     try:
         for setting in cfg.settings:
             engine: HFEngine | ORTEngine
+            folder = onnx_folder(cfg.model, cfg.onnx_dir, setting.precision)
             if setting.engine == "onnxruntime-genai":
-                engine = ORTEngine(cfg.model, onnx_dir=cfg.onnx_dir, threads=setting.threads)
+                engine = ORTEngine(cfg.model, onnx_dir=folder, threads=setting.threads)
             else:
                 engine = HFEngine(cfg.model, dtype=setting.dtype, threads=setting.threads,
                                   kv_tokens=cfg.kv_tokens, buffered=setting.buffered)  # fmt: skip
@@ -156,7 +172,7 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
                 HFPolicyConfig(path=cfg.model, max_new_tokens=cfg.max_tokens, view=cfg.view,
                                max_batch=cfg.concurrency, dtype=setting.dtype,
                                buffered_cache=setting.buffered, engine=setting.engine,
-                               onnx_dir=cfg.onnx_dir),
+                               onnx_dir=folder, decoding=cfg.decoding),
                 engine=engine,
             )  # fmt: skip
             start = time.perf_counter()

@@ -136,8 +136,9 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("hf-episodes")(bench_command(EpisodesBenchConfig, _run_episodes))
     settings = Spell(
         default=list(DEFAULT_SETTINGS), parse=lambda given: [EngineSetting.parse(s) for s in given],
-        help="DTYPE:THREADS[:buffered], or onnx:THREADS for the onnxruntime-genai engine, to "
-        "play with (repeat); the first is the reference",
+        help="DTYPE:THREADS[:buffered], or onnx:THREADS for the onnxruntime-genai engine "
+        "(onnx-int8:THREADS, onnx-int4:THREADS its quantized exports), to play with (repeat); "
+        "the first is the reference",
     )  # fmt: skip
     bench_app.command("hf-engines")(
         bench_command(EnginesBenchConfig, _run_engines, spell={"settings": settings})

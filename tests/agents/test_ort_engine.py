@@ -129,4 +129,28 @@ def test_the_engines_bench_compares_onnx_with_transformers(
     with pytest.raises(SystemExit):
         main(["bench", "hf-engines", "--model", str(hf.path), "--catalog", str(catalog_dir),
               "--tasks", str(task_file), "--setting", "onnx:1:buffered"])  # fmt: skip
-    assert "onnx:THREADS" in capsys.readouterr().err
+    assert "onnx[-int8|-int4]:THREADS" in capsys.readouterr().err
+
+
+def test_a_quantized_export_plays_beside_float32_with_its_outcomes_compared(
+    engines: tuple[HFEngine, ORTEngine], catalog_dir: Path, tasks: list[Task], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``--precision int4`` writes onnx-int4 beside the float32 folder; the bench plays it as
+    onnx-int4:THREADS, constrained like every other setting, each episode compared."""
+    hf, _ = engines
+    main(["distill", "export-onnx", "--model", str(hf.path), "--precision", "int4"])
+    assert (hf.path / "onnx-int4" / "genai_config.json").is_file()
+    task_file = tmp_path / "tasks.jsonl"
+    write_tasks(task_file, tasks)
+    main(["bench", "hf-engines", "--model", str(hf.path), "--catalog", str(catalog_dir),
+          "--tasks", str(task_file), "--episodes", "2", "--max-turns", "2", "--max-tokens", "24",
+          "--concurrency", "2", "--setting", "onnx:1", "--setting", "onnx-int4:1",
+          "--decoding", "constrained", "--json"])  # fmt: skip
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    figures = {f["setting"]: f for f in result["figures"]}
+    assert list(figures) == ["onnx:1", "onnx-int4:1"]
+    assert figures["onnx-int4:1"]["episodes"] == 2 and figures["onnx-int4:1"]["new_tokens"] > 0
+    assert isinstance(figures["onnx-int4:1"]["same_as_reference"], bool)
+    with pytest.raises(SystemExit):
+        main(["distill", "export-onnx", "--model", str(hf.path), "--precision", "int2"])

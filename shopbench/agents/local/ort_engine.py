@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from shopbench.agents.errors import LocalModelError
 from shopbench.agents.local.config import check_model_dir
@@ -37,20 +37,30 @@ ONNX_FOLDER = "onnx"
 GENAI_CONFIG = "genai_config.json"
 """The file that makes a folder an onnxruntime-genai model."""
 _INSTALL = "pip install 'shopbench[onnx]'"
+Precision = Literal["fp32", "int8", "int4"]
+"""The export's weights: float32 (the same greedy tokens as transformers), or every linear
+layer's weights quantized to 8 or 4 bits in blocks of 32 (onnxruntime's MatMulNBits), its
+activations quantized to int8 for the product (accuracy level 4, the fastest on a CPU)."""
 
 
-def onnx_folder(model: Path, onnx_dir: Path | None = None) -> Path:
-    """The onnxruntime-genai folder of `model`: `onnx_dir`, else the model's ``onnx`` folder."""
-    return onnx_dir if onnx_dir is not None else model / ONNX_FOLDER
+def onnx_folder(
+    model: Path, onnx_dir: Path | None = None, precision: Precision = "fp32"
+) -> Path:
+    """The onnxruntime-genai folder of `model`: `onnx_dir`, else the model's ``onnx`` folder;
+    a quantized export's is that folder's name with ``-int8`` or ``-int4`` added (``onnx-int4``
+    beside ``onnx``)."""
+    folder = onnx_dir if onnx_dir is not None else model / ONNX_FOLDER
+    return folder if precision == "fp32" else folder.with_name(f"{folder.name}-{precision}")
 
 
-def export_onnx(model: Path, out: Path | None = None) -> Path:
-    """Write the onnxruntime-genai folder (float32, CPU) of the model directory `model` to
-    `out` (default: the model's ``onnx`` folder) with onnxruntime-genai's model builder, which
-    reads the local files only; return the folder. LocalModelError when the builder fails or
-    is not installed."""
+def export_onnx(model: Path, out: Path | None = None, precision: Precision = "fp32") -> Path:
+    """Write the onnxruntime-genai folder (CPU, `precision`) of the model directory `model` to
+    `out` (default: the model's ``onnx`` folder, ``onnx-int4`` for int4) with
+    onnxruntime-genai's model builder, which reads the local files only; return the folder.
+    LocalModelError when the builder fails or is not installed. A quantized export plays
+    other tokens than float32's: compare its outcomes (``shopbench bench hf-engines``) first."""
     check_model_dir(model)
-    out = onnx_folder(model, out)
+    out = out if out is not None else onnx_folder(model, None, precision)
     try:
         import onnxruntime_genai.models.builder  # noqa: F401  (checks it and its onnx deps)
     except ImportError as e:
@@ -60,8 +70,10 @@ def export_onnx(model: Path, out: Path | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="shopbench-onnx-") as cache:
         command = [
             sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(model),
-            "-o", str(out), "-p", "fp32", "-e", "cpu", "-c", cache,
+            "-o", str(out), "-p", precision, "-e", "cpu", "-c", cache,
         ]  # fmt: skip
+        if precision != "fp32":
+            command += ["--extra_options", "accuracy_level=4", "block_size=32"]
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}  # the builder must not reach a hub
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0 or not (out / GENAI_CONFIG).is_file():
