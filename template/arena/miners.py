@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from shopbench.agents.local.config import HF_PREFIX
 from shopbench.arena.errors import ArenaError
 
 READY_TIMEOUT_S = 120.0
@@ -41,6 +42,9 @@ class MinerProcess:
         self.policy = policy
         self.log_path = log_path
         self.port: int | None = None
+        # The miner runs from the repository root: a path it is given is made absolute here.
+        if policy.startswith(HF_PREFIX):
+            policy = HF_PREFIX + str(Path(policy.removeprefix(HF_PREFIX)).resolve())
         args = [
             sys.executable, "-m", "neurons.miner", "--local",
             "--local.allow", validator_hotkey,
@@ -52,7 +56,7 @@ class MinerProcess:
             "--logging.format", "json", "--logging.level", "INFO",
         ]  # fmt: skip
         if policy_config is not None:  # a model's options (a reference policy takes none)
-            args += ["--agent.policy_config", str(policy_config)]
+            args += ["--agent.policy_config", str(Path(policy_config).resolve())]
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         self._log = log_path.open("wb")

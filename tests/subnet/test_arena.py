@@ -227,3 +227,25 @@ def test_the_serve_hint_runs_from_this_terminal_as_it_is(
     monkeypatch.setenv("PATH", str(tmp_path))  # not activated: the path of the one running
     monkeypatch.chdir(tmp_path)
     assert serve_hint(Path("a")).startswith(f"browse it: {here} traces serve --root a")
+
+
+def test_a_miner_process_is_given_absolute_paths_whatever_the_arena_was_run_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The miners run from the repository root: an hf: model and its options file named
+    relative to where the arena was started reach them as absolute paths."""
+    from template.arena.miners import MinerProcess
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "opts.json").write_text("{}\n")
+    miner = MinerProcess(
+        2, "hf:runs/tuned", tmp_path / "wallets", "m", validator_hotkey(),
+        tmp_path / "logs" / "miner.log", policy_config=Path("opts.json"),
+    )  # fmt: skip
+    try:
+        args = list(miner.process.args)  # type: ignore[arg-type]
+    finally:
+        miner.stop(grace_s=1.0)
+    assert args[args.index("--agent.policy") + 1] == f"hf:{tmp_path / 'runs' / 'tuned'}"
+    assert args[args.index("--agent.policy_config") + 1] == str(tmp_path / "opts.json")
+    assert miner.policy == "hf:runs/tuned"  # the leaderboard names it as it was given
