@@ -103,8 +103,9 @@ class ArenaConfig(BaseModel):
         "it will meet on the subnet)",
     )  # fmt: skip
     round_timeout_s: float = Field(
-        default=300.0, gt=0, description="a round's episodes still running after this are cut"
-    )
+        default=300.0, gt=0, description="seconds a round's episodes have: one still running "
+        "then is cut (a model miner on a CPU may need more)",
+    )  # fmt: skip
     blocks_per_round: int = Field(default=50, ge=1, description="local chain blocks per round")
     netuid: int = Field(default=1, ge=0, description="the local chain's subnet id")
     workers: int = Field(default=2, ge=1, description="catalog build processes")

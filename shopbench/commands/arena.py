@@ -58,6 +58,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
         ),  # fmt: skip
         tasks_per_round: int = _ARENA.option("tasks_per_round", "--tasks"),
         concurrency: int = _ARENA.option("concurrency", "--concurrency"),
+        round_timeout: float = _ARENA.option("round_timeout_s", "--round-timeout"),
         exponent: float | None = _CURVE.override("exponent", "--weight-exponent", of=_RELEASE),
         burn: float | None = _CURVE.override("burn", "--burn", of=_RELEASE),
         ema_alpha: float | None = _CONSENSUS.override("ema_alpha", "--ema-alpha", of=_RELEASE),
@@ -89,7 +90,8 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
             "miners": miners, "rounds": rounds, "products": products, "out": out,
             "catalog": catalog, "seed": seed, "add_miners": parse_added(add_miner),
             "tasks_per_round": tasks_per_round, "concurrency": concurrency,
-            "consensus": consensus, "policy_options": chosen.without("turn_timeout_s"),
+            "round_timeout_s": round_timeout, "consensus": consensus,
+            "policy_options": chosen.without("turn_timeout_s"),
             "judge": judge, "judge_rate": judge_rate, "judge_budget": judge_budget,
             "force": force,
         }  # fmt: skip

@@ -150,6 +150,8 @@ def test_bad_arena_options_are_refused_with_the_reason(tmp_path: Path) -> None:
                                         "--out", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 2  # a usage error naming the flag
     assert "--policies" in result.output and "unknown policy 'offline'" in result.output
+    no_time = CliRunner().invoke(cli(), ["arena", "--round-timeout", "0", "--out", str(tmp_path)])
+    assert no_time.exit_code == 2 and "--round-timeout" in no_time.output
     wrong_seed = CliRunner().invoke(
         cli(), ["arena", "--catalog", str(tmp_path), "--out", str(tmp_path / "o"), "--miners", "0"]
     )
