@@ -229,3 +229,21 @@ class Registry(Mapping[str, T]):
             self._tags.clear()
             self._load = load
             raise
+
+
+def declared_in(
+    package: str, names: Iterable[str], attribute: str, key: Callable[[T], str], *,
+    kind: str, error: type[Exception] = RegistryError,
+) -> list[T]:  # fmt: skip
+    """The built-in entries a registry loads on first use: for each of `names`, the
+    `attribute` of the module of that name in `package` (``shopbench.tasks.intents.product``'s
+    ``SPEC``); `error` when a module declares an entry of another name."""
+    import importlib
+
+    entries: list[T] = []
+    for name in names:
+        entry: T = getattr(importlib.import_module(f"{package}.{name}"), attribute)
+        if key(entry) != name:
+            raise error(f"{package}.{name} declares the {kind} {key(entry)!r}, not {name!r}")
+        entries.append(entry)
+    return entries

@@ -15,7 +15,6 @@ a pack named); looking up a name it lacks is a RegistryError naming the packs it
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +23,7 @@ from shopbench.chat import ChatMessage
 from shopbench.errors import RegistryError
 from shopbench.records.outcome import Outcome
 from shopbench.records.trajectory import ToolLogEntry, Trajectory
-from shopbench.registry import Registry
+from shopbench.registry import Registry, declared_in
 
 
 @dataclass(frozen=True)
@@ -90,18 +89,12 @@ BUILTIN: tuple[str, ...] = ("web_search", "shopper")
 :mod:`shopbench.packs`."""
 
 
-def _builtin() -> list[ToolPack]:
-    packs: list[ToolPack] = []
-    for name in BUILTIN:
-        pack: ToolPack = importlib.import_module(f"shopbench.packs.{name}").PACK
-        if pack.name != name:
-            raise RegistryError(f"shopbench.packs.{name} declares the tool pack {pack.name!r}")
-        packs.append(pack)
-    return packs
-
-
 def _pack_name(pack: ToolPack) -> str:
     return pack.name
+
+
+def _builtin() -> list[ToolPack]:
+    return declared_in("shopbench.packs", BUILTIN, "PACK", _pack_name, kind="tool pack")
 
 
 class PackRegistry(Registry[ToolPack]):

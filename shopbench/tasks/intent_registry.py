@@ -19,7 +19,6 @@ vocabulary.
 
 from __future__ import annotations
 
-import importlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from pydantic import AfterValidator
 from shopbench.outcome.spec import GradingRules
 from shopbench.packs.pack import ToolPack, tools_of
 from shopbench.records.task import Intent
-from shopbench.registry import Registry
+from shopbench.registry import Registry, declared_in
 from shopbench.tasks.errors import TaskError
 
 if TYPE_CHECKING:
@@ -106,18 +105,12 @@ BUILTIN: tuple[str, ...] = get_args(Intent)
 declared by the module of the same name in :mod:`shopbench.tasks.intents`."""
 
 
-def _builtin() -> list[IntentSpec]:
-    specs: list[IntentSpec] = []
-    for name in BUILTIN:
-        spec: IntentSpec = importlib.import_module(f"{_PACKAGE}.{name}").SPEC
-        if spec.name != name:
-            raise TaskError(f"{_PACKAGE}.{name} declares the intent {spec.name!r}, not {name!r}")
-        specs.append(spec)
-    return specs
-
-
 def _spec_name(spec: IntentSpec) -> str:
     return spec.name
+
+
+def _builtin() -> list[IntentSpec]:
+    return declared_in(_PACKAGE, BUILTIN, "SPEC", _spec_name, kind="intent", error=TaskError)
 
 
 REGISTRY: Registry[IntentSpec] = Registry("intent", key=_spec_name, error=TaskError, load=_builtin)
