@@ -30,7 +30,9 @@ def archive(tmp_path: Path) -> Path:
 def test_the_previous_release_s_archive_serves_every_route_and_page(archive: Path) -> None:
     records = {t.episode_id: t for t in read_store(archive)}
     assert len(records) == 3 and all(t.judge is not None for t in records.values())
-    with serving(create_app(ApiConfig(root=str(archive)))) as url, httpx.Client(base_url=url) as c:
+    # A loaded machine may take seconds over an export's first request (its writer imported).
+    api = create_app(ApiConfig(root=str(archive)))
+    with serving(api) as url, httpx.Client(base_url=url, timeout=60) as c:
         page = c.get("/v1/trajectories").json()
         assert {r["episode_id"] for r in page["items"]} == set(records)
         for episode_id, t in records.items():
