@@ -3,7 +3,7 @@ so that ``shopbench bench --help`` reads their flags without loading the subnet 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class TransportBenchConfig(BaseModel):
@@ -36,3 +36,14 @@ class ValidatorBenchConfig(BaseModel):
         "default: every registered intent)",
         json_schema_extra={"flag": "intent"},
     )  # fmt: skip
+
+    @field_validator("intents")
+    @classmethod
+    def _registered(cls, intents: list[str] | None) -> list[str] | None:
+        from shopbench.tasks.intent_registry import intent_names
+
+        known = intent_names()
+        for intent in intents or []:
+            if intent not in known:
+                raise ValueError(f"unknown intent {intent!r}; allowed: {', '.join(known)}")
+        return intents

@@ -251,3 +251,9 @@ def test_a_miner_process_is_given_absolute_paths_whatever_the_arena_was_run_from
     assert args[args.index("--agent.policy") + 1] == f"hf:{tmp_path / 'runs' / 'tuned'}"
     assert args[args.index("--agent.policy_config") + 1] == str(tmp_path / "opts.json")
     assert miner.policy == "hf:runs/tuned"  # the leaderboard names it as it was given
+
+
+def test_the_validator_bench_refuses_an_unknown_intent_before_it_starts_anything() -> None:
+    result = CliRunner().invoke(cli(), ["bench", "validator", "--intent", "nonsense"])
+    assert result.exit_code == 2
+    assert "--intent" in result.output and "unknown intent 'nonsense'" in result.output
