@@ -88,8 +88,31 @@ def test_the_grammar_takes_a_well_formed_turn_and_refuses_a_bad_one(
     assert not takes(good.replace("<think>\nOpening the first.\n</think>\n\n", "Sure! "))
     price = ('<tool_call>\n{"name": "find_product", "arguments": {"q": "bag", "page": 1, '
              '"price": "PRICE"}}\n</tool_call>')  # fmt: skip
-    assert takes(price.replace("PRICE", "100-500"))
+    for written in ("100-500", "100-", "-500"):  # every form the environment reads
+        assert takes(price.replace("PRICE", written)), written
     assert not takes(price.replace("PRICE", "freeShipping"))
+    assert not takes(price.replace("PRICE", "-"))
+
+
+@pytest.mark.parametrize(
+    "written", ["0-100", "100-1000", "1000-", "-500", "12.5-99.9", "-", "", "abc", "1-2-3",
+                "5", "--5", "5--", " 1-2"],
+)  # fmt: skip
+def test_the_price_form_is_what_the_environment_reads(written: str) -> None:
+    """A price the grammar lets a model write is one the search parses, and each form the
+    search documents (lo-hi, lo-, -hi) can be written."""
+    import re
+
+    from shopbench.catalog.search.filters import parse_price
+    from shopbench.errors import ShopbenchError
+
+    try:
+        parse_price(written)
+        parsed = True
+    except ShopbenchError:
+        parsed = False
+    held = re.fullmatch(PRICE_PATTERN.strip("^$"), written) is not None
+    assert held == (parsed and written.strip() == written), written
 
 
 @pytest.mark.slow

@@ -35,8 +35,10 @@ MAX_TEXT_CHARS = 200
 """Characters of a free-text argument (a search's words) in a constrained call."""
 MAX_IDS = 10
 """Ids one ``product_ids`` argument may name (the environment refuses more)."""
-PRICE_PATTERN = r"^[0-9]+(\.[0-9]+)?-([0-9]+(\.[0-9]+)?)?$"
-"""A price range written ``lo-hi`` (``hi`` may be left open: ``"1000-"``)."""
+_AMOUNT = r"[0-9]+(\.[0-9]+)?"
+PRICE_PATTERN = rf"^({_AMOUNT}-({_AMOUNT})?|-{_AMOUNT})$"
+"""A price range as the environment reads it: ``lo-hi``, ``lo-`` (``"1000-"``) or ``-hi``
+(``"-500"``, an upper bound alone)."""
 WRITTEN_FORMS = {'"lo-hi"': PRICE_PATTERN}
 """Patterns of the forms a description says an argument is ``written`` in."""
 _PRODUCT_ID = re.compile(r'"product_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
