@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shopbench.agents.errors import PolicyOptionsError
 from shopbench.agents.format.views import ObservationView, recorded_view, resolve_view
 from shopbench.agents.local.config import HF_PREFIX, model_path
+from shopbench.agents.local.grammar import Decoding
 from shopbench.datafiles import read_mapping
 from shopbench.errors import first_problem
 from shopbench.openai_compat.spec import OPENAI_PREFIX
@@ -91,10 +92,11 @@ class PolicyOptions(BaseModel):
         default=None, ge=0, description="tokens of earlier turns' keys and values an hf: "
         "model keeps across turns (0: none); default the policy's own (0)",
     )  # fmt: skip
-    decoding: Literal["free", "constrained"] | None = Field(
-        default=None, description="how an hf: model decodes its tool calls: free, or "
+    decoding: Decoding | None = Field(
+        default=None, description="how an hf: model decodes its tool calls: free, "
         "constrained (each call under a grammar of the tool schemas, ids limited to those the "
-        "episode showed); default free",
+        "episode showed) or grounded (constrained, prices built from the customer's numbers); "
+        "default free",
     )  # fmt: skip
     engine: Literal["transformers", "onnxruntime-genai"] | None = Field(
         default=None, description="the runtime an hf: model runs on: transformers, or "

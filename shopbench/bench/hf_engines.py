@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.local.grammar import Decoding
 from shopbench.agents.local.ort_engine import Precision
 from shopbench.bench.hf_episodes import PlayedFigure, play_episodes, product_tasks
 from shopbench.errors import ShopbenchError
@@ -99,9 +100,10 @@ class EnginesBenchConfig(BaseModel):
     max_idle_turns: int = Field(default=2, ge=1, description="idle turns that end an episode")
     concurrency: int = Field(default=8, ge=1, description="episodes played at once")
     kv_tokens: int = Field(default=65_536, ge=0, description="keys and values kept (0: none)")
-    decoding: Literal["free", "constrained"] = Field(
+    decoding: Decoding = Field(
         default="free", description="tool calls free, or each turn under the grammar of the "
-        "tool schemas and the ids shown (the same in every setting)",
+        "tool schemas and the ids shown, prices grounded too with grounded (the same in "
+        "every setting)",
     )  # fmt: skip
     onnx_dir: Path | None = Field(
         default=None, description="the onnx settings' onnxruntime-genai folder (None: the "

@@ -25,6 +25,7 @@ from pydantic import (
 
 from shopbench.agents.format.views import ObservationView
 from shopbench.agents.local.config import check_model_dir
+from shopbench.agents.local.grammar import Decoding
 from shopbench.arena.config import ArenaConfig
 from shopbench.datafiles import read_mapping
 from shopbench.distill.config import CONFIGS, shipped_config
@@ -64,9 +65,6 @@ class TrainSpec(BaseModel):
     )  # fmt: skip
 
 
-Decoding = Literal["free", "constrained"]
-
-
 class EvalSpec(BaseModel):
     """The held-out evaluation every arm and the base play: the same tasks, the same bounds."""
 
@@ -82,9 +80,10 @@ class EvalSpec(BaseModel):
     )  # fmt: skip
     decoding: list[Decoding] = Field(
         default=["free"], min_length=1,
-        description="each arm is evaluated under each: free (the model's own tokens) or "
+        description="each arm is evaluated under each: free (the model's own tokens), "
         "constrained (every tool call decoded under a grammar of the tool schemas, ids "
-        "limited to those the episode showed); the first listed runs first",
+        "limited to those the episode showed) or grounded (constrained, prices built from "
+        "the customer's numbers); the first listed runs first",
     )  # fmt: skip
     baselines: list[str] = Field(
         default_factory=list,

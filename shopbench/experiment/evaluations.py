@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from shopbench.agents.local.engine import release_engines
+from shopbench.agents.local.grammar import Decoding
 from shopbench.agents.options import PolicyOptions
 from shopbench.agents.registry import make_policy
 from shopbench.catalog.store import Catalog
@@ -22,7 +23,7 @@ from shopbench.evaluate.trained.report import write_model_eval
 from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
 from shopbench.evaluate.trained.steps import step_accuracy
 from shopbench.experiment.arms import UNTRAINED, Arm, rows_of
-from shopbench.experiment.config import Decoding, ExperimentConfig
+from shopbench.experiment.config import ExperimentConfig
 from shopbench.experiment.folder import Stages, baseline_key, eval_key, model_dir, train_data
 from shopbench.records.trajectory import Trajectory
 from shopbench.tasks.io import read_tasks

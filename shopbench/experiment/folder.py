@@ -15,9 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from shopbench.agents.local.grammar import Decoding
 from shopbench.arena.config import ArenaConfig
 from shopbench.experiment.arms import UNTRAINED, Arm
-from shopbench.experiment.config import Decoding, ExperimentConfig
+from shopbench.experiment.config import ExperimentConfig
 
 ARENA_DIR = "arena"
 MARKER = ".done"

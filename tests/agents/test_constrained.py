@@ -17,6 +17,8 @@ from shopbench.agents.local.grammar import (
     PRICE_PATTERN,
     GrammarTokenizer,
     call_schema,
+    customer_numbers,
+    price_choices,
     reply_grammar,
     shown_ids,
 )
@@ -94,6 +96,50 @@ def test_the_grammar_takes_a_well_formed_turn_and_refuses_a_bad_one(
     assert not takes(price.replace("PRICE", "-"))
 
 
+def test_grounded_prices_are_built_from_the_numbers_the_customer_wrote() -> None:
+    messages = [
+        ChatMessage(role="system", content="You have at most 30 turns."),
+        ChatMessage(role="user", content="A 5kg dumbbell between 1,073 and 1640.50 pesos, 5 pcs"),
+        ChatMessage(role="tool", content="shop 777 | 999", tool_call_id="c1", name="find_product"),
+    ]
+    assert customer_numbers(messages) == ["5", "1073", "1640.50"]
+    choices = price_choices(customer_numbers(messages))
+    assert {"1073-1640.50", "-1073", "1073-", "5-1073"} <= set(choices)
+    assert "1640.50-1073" not in choices and "777-" not in choices  # low above high; a tool's
+    assert len(choices) == 3 + 3 + 3
+    assert price_choices([]) == []
+
+
+def test_a_grounded_grammar_writes_the_customers_price_and_no_invented_one(
+    tmp_path: Path, env: ShoppingEnv, task: Task
+) -> None:
+    tools = _tools(env, task)
+    price = ('<tool_call>\n{"name": "find_product", "arguments": {"q": "bag", "page": 1, '
+             '"price": "PRICE"}}\n</tool_call>')  # fmt: skip
+    bare = ('<tool_call>\n{"name": "find_product", "arguments": {"q": "bag", "page": 1}}'
+            "\n</tool_call>")  # fmt: skip
+    engine = tiny_engine(tmp_path / "m", [price, json.dumps(tools)])
+    grammars = GrammarTokenizer(engine.tokenizer, engine.stop_ids)
+
+    def takes(request: str, text: str, grounded: bool = True) -> bool:
+        messages = [ChatMessage(role="user", content=request)]
+        matcher = grammars.matcher(
+            reply_grammar(tools, messages, grammars.marker_ids, grounded=grounded)
+        )
+        ids = engine.tokenizer.encode(text, add_special_tokens=False)
+        return matcher.consume_tokens(ids) and matcher.is_accepting()
+
+    cheap = "A bag cheaper than 1400 pesos"
+    assert takes(cheap, price.replace("PRICE", "-1400"))
+    assert takes(cheap, price.replace("PRICE", "1400-"))
+    assert not takes(cheap, price.replace("PRICE", "100-101"))  # a number never written
+    assert takes(cheap, price.replace("PRICE", "100-101"), grounded=False)
+    assert not takes("A bag from 300 to 50 pesos", price.replace("PRICE", "300-50"))
+    assert takes("A bag from 300 to 50 pesos", price.replace("PRICE", "50-300"))
+    assert not takes("A red bag", price.replace("PRICE", "0-100"))  # no number: no price
+    assert takes("A red bag", bare)
+
+
 @pytest.mark.parametrize(
     "written", ["0-100", "100-1000", "1000-", "-500", "12.5-99.9", "-", "", "abc", "1-2-3",
                 "5", "--5", "5--", " 1-2"],
@@ -143,3 +189,9 @@ def test_a_random_model_constrained_makes_only_calls_the_environment_accepts(
     # With earlier turns' keys and values kept (as the experiment evaluates): the same turns.
     kept = play("constrained", kv_tokens=200_000, buffered=True)
     assert kept.messages == constrained.messages
+    grounded = play("grounded")  # prices, if any, from the request's own numbers
+    assert grounded.tool_log and all(e.error is None for e in grounded.tool_log)
+    numbers = set(customer_numbers([ChatMessage(role="user", content=task.query)]))
+    for e in grounded.tool_log:
+        if e.name == "find_product" and "price" in e.arguments:
+            assert set(e.arguments["price"].split("-")) - {""} <= numbers, e.arguments

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shopbench.agents.errors import LocalModelError
+from shopbench.agents.local.grammar import Decoding
 
 HF_PREFIX = "hf:"
 """The prefix of a local-weights policy spec: ``hf:PATH`` with PATH a model directory."""
@@ -83,12 +84,13 @@ class HFPolicyConfig(BaseModel):
         default_factory=dict,
         description="extra arguments of the chat template, e.g. {\"enable_thinking\": false}",
     )
-    decoding: Literal["free", "constrained"] = Field(
+    decoding: Decoding = Field(
         default="free",
         description="free: the model's own tokens; constrained: a tool call, once the model "
         "opens one, is decoded under a grammar of the tool schemas (names, argument names "
         "and forms) with product ids limited to those the episode has shown, rebuilt each "
-        "turn (shopbench.agents.local.grammar)",
+        "turn (shopbench.agents.local.grammar); grounded: constrained, and a price's bounds "
+        "held to numbers the customer wrote",
     )  # fmt: skip
     example: Path | None = Field(
         default=None,

@@ -10,7 +10,9 @@ lists (comma-joined where it says so), a price ``"lo-hi"``, a page within the ra
 description names. Ids are held to what the episode has shown: ``product_ids`` to the
 product ids and ``shop_id`` to the shop ids of the tool results so far
 (:func:`shown_ids`), and a tool whose required ids have none to choose from is left out of
-that turn's grammar; the grammar is rebuilt every turn.
+that turn's grammar; the grammar is rebuilt every turn. ``decoding: grounded`` holds a price
+as well: its bounds are numbers the customer wrote (:func:`customer_numbers`), low not above
+high (:func:`price_choices`), so a request that names no number gets no price filter.
 
 The grammar is a Lark grammar for llguidance (a maintained constrained-decoding library;
 its JSON-schema compiler writes the calls), and :class:`GrammarMask` applies it as a logits
@@ -23,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from shopbench.agents.errors import LocalModelError
 from shopbench.agents.format.markers import CALL_CLOSE, CALL_OPEN, THINK_CLOSE, THINK_OPEN
@@ -41,6 +43,15 @@ PRICE_PATTERN = rf"^({_AMOUNT}-({_AMOUNT})?|-{_AMOUNT})$"
 (``"-500"``, an upper bound alone)."""
 WRITTEN_FORMS = {'"lo-hi"': PRICE_PATTERN}
 """Patterns of the forms a description says an argument is ``written`` in."""
+MAX_NUMBERS = 8
+"""Numbers of the customer's messages a grounded price may be built from (the first ones)."""
+Decoding = Literal["free", "constrained", "grounded"]
+"""How a local model decodes its turns: ``free`` (its own tokens), ``constrained`` (each tool
+call under the grammar of the tool schemas, ids held to those shown) or ``grounded``
+(constrained, and a price's bounds held to the numbers the customer wrote)."""
+GRAMMARS: dict[Decoding, bool] = {"constrained": False, "grounded": True}
+"""The decodings that build a grammar, each with whether its prices are grounded."""
+_NUMBER = re.compile(r"(?<![\w.])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")
 _PRODUCT_ID = re.compile(r'"product_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
 _SHOP_ID = re.compile(r'"shop_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
 _WRITTEN = re.compile(r'written ("[^"\n]+")')
@@ -61,15 +72,40 @@ def shown_ids(messages: Iterable[ChatMessage]) -> tuple[list[str], list[str]]:
     return list(products), list(shops)
 
 
+def customer_numbers(messages: Iterable[ChatMessage]) -> list[str]:
+    """The numbers the customer's messages wrote, in the order first written, thousands'
+    commas dropped (``"1,073"`` → ``"1073"``); at most :data:`MAX_NUMBERS`."""
+    found: dict[str, None] = {}
+    for m in messages:
+        if m.role == "user" and m.content:
+            for n in _NUMBER.findall(m.content):
+                found.setdefault(n.replace(",", ""))
+    return list(found)[:MAX_NUMBERS]
+
+
+def price_choices(numbers: Sequence[str]) -> list[str]:
+    """Every price a grounded call may write from `numbers`: ``n-`` and ``-n`` for each, and
+    ``lo-hi`` for each pair with lo below hi."""
+    values = sorted(dict.fromkeys(numbers), key=float)
+    ranges = [f"{lo}-{hi}" for i, lo in enumerate(values) for hi in values[i + 1 :]
+              if float(lo) < float(hi)]  # fmt: skip
+    return [*(f"{n}-" for n in values), *(f"-{n}" for n in values), *ranges]
+
+
 def _one_of(values: Sequence[str]) -> str:
     return "(" + "|".join(re.escape(v) for v in values) + ")"
 
 
 def argument_schema(
-    name: str, spec: dict[str, Any], products: Sequence[str], shops: Sequence[str]
+    name: str,
+    spec: dict[str, Any],
+    products: Sequence[str],
+    shops: Sequence[str],
+    numbers: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     """The JSON schema a constrained call holds argument `name` to; None when it can take no
-    value this turn (an id argument with no id shown)."""
+    value this turn (an id argument with no id shown, a grounded price with no number).
+    `numbers`, when given, are what a price is built from (:func:`price_choices`)."""
     kind = spec.get("type", "string")
     said = spec.get("description")
     description: str = said if isinstance(said, str) else ""
@@ -90,7 +126,11 @@ def argument_schema(
     if kind != "string":
         return {"type": kind}
     if (written := _WRITTEN.search(description)) is not None and written.group(1) in WRITTEN_FORMS:
-        return {"type": "string", "pattern": WRITTEN_FORMS[written.group(1)]}
+        pattern = WRITTEN_FORMS[written.group(1)]
+        if pattern == PRICE_PATTERN and numbers is not None:
+            choices = price_choices(numbers)
+            return {"type": "string", "enum": choices} if choices else None
+        return {"type": "string", "pattern": pattern}
     listed = _LISTED.findall(description)
     if listed:
         one = _one_of(listed)
@@ -101,11 +141,15 @@ def argument_schema(
 
 
 def call_schema(
-    tools: Sequence[dict[str, Any]], products: Sequence[str], shops: Sequence[str]
+    tools: Sequence[dict[str, Any]],
+    products: Sequence[str],
+    shops: Sequence[str],
+    numbers: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON schema of one call this turn: any of the tools, each with its arguments'
-    forms (:func:`argument_schema`); a tool a required argument of which can take no value
-    is left out. LocalModelError when no tool is left."""
+    forms (:func:`argument_schema`, prices grounded in `numbers` when given); a tool a
+    required argument of which can take no value is left out. LocalModelError when no tool
+    is left."""
     options = []
     for tool in tools:
         fn = tool.get("function", tool)
@@ -114,7 +158,9 @@ def call_schema(
         properties: dict[str, Any] = {}
         usable = True
         for arg, spec in (params.get("properties") or {}).items():
-            schema = argument_schema(arg, spec if isinstance(spec, dict) else {}, products, shops)
+            schema = argument_schema(
+                arg, spec if isinstance(spec, dict) else {}, products, shops, numbers
+            )
             if schema is None:
                 usable = usable and arg not in required
                 continue
@@ -143,12 +189,18 @@ def _literal(marker: str, ids: dict[str, int]) -> str:
 
 
 def reply_grammar(
-    tools: Sequence[dict[str, Any]], messages: Sequence[ChatMessage], marker_ids: dict[str, int]
+    tools: Sequence[dict[str, Any]],
+    messages: Sequence[ChatMessage],
+    marker_ids: dict[str, int],
+    *,
+    grounded: bool = False,
 ) -> str:
     """The Lark grammar of one constrained turn (see the module's docstring), for the
-    conversation `messages` so far; `marker_ids` are the format markers' single-token ids."""
+    conversation `messages` so far; `marker_ids` are the format markers' single-token ids;
+    `grounded` holds prices to the customer's numbers."""
     products, shops = shown_ids(messages)
-    schema = json.dumps(call_schema(tools, products, shops), separators=(",", ":"))
+    numbers = customer_numbers(messages) if grounded else None
+    schema = json.dumps(call_schema(tools, products, shops, numbers), separators=(",", ":"))
     think_open, think_close = _literal(THINK_OPEN, marker_ids), _literal(THINK_CLOSE, marker_ids)
     call_open, call_close = _literal(CALL_OPEN, marker_ids), _literal(CALL_CLOSE, marker_ids)
     return "\n".join([

@@ -22,7 +22,7 @@ from shopbench.agents.format.views import apply_view, recorded_view, resolve_vie
 from shopbench.agents.local.batcher import Batcher
 from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import HFEngine, shared_engine
-from shopbench.agents.local.grammar import reply_grammar
+from shopbench.agents.local.grammar import GRAMMARS, reply_grammar
 from shopbench.agents.local.ort_engine import ORTEngine
 from shopbench.agents.local.request import GenRequest
 from shopbench.chat import AssistantMessage, ChatMessage
@@ -99,9 +99,11 @@ class HFPolicy:
                 f"{self.engine.max_positions}"
             )
         grammar = None
-        if self.config.decoding == "constrained":
+        if self.config.decoding in GRAMMARS:
             markers = self.engine.grammar_tokenizer().marker_ids
-            grammar = reply_grammar(tools, messages, markers)
+            grammar = reply_grammar(
+                tools, messages, markers, grounded=GRAMMARS[self.config.decoding]
+            )
         request = GenRequest(
             prompt=prompt,
             max_new_tokens=min(self.config.max_new_tokens, room),
