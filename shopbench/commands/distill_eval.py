@@ -55,8 +55,8 @@ def register_eval(distill_app: typer.Typer) -> None:
         quiet: bool = quiet_option(),
         policy_options: PolicyOptions | None = None,
     ) -> None:
-        """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion and
-        valid tool calls, per intent, with bootstrap intervals; report.json and report.md."""
+        """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion, accepted
+        calls and shown ids, per intent, with bootstrap intervals; report.json and report.md."""
         from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec
         from shopbench.commands.evaluate import load_tasks
