@@ -84,12 +84,14 @@ def customer_numbers(messages: Iterable[ChatMessage]) -> list[str]:
 
 
 def price_choices(numbers: Sequence[str]) -> list[str]:
-    """Every price a grounded call may write from `numbers`: ``n-`` and ``-n`` for each, and
-    ``lo-hi`` for each pair with lo below hi."""
+    """Every price a grounded call may write from `numbers`: ``n-``, ``-n`` and ``0-n`` (the
+    tool's own example form of an upper bound) for each, and ``lo-hi`` for each pair with lo
+    below hi."""
     values = sorted(dict.fromkeys(numbers), key=float)
     ranges = [f"{lo}-{hi}" for i, lo in enumerate(values) for hi in values[i + 1 :]
               if float(lo) < float(hi)]  # fmt: skip
-    return [*(f"{n}-" for n in values), *(f"-{n}" for n in values), *ranges]
+    below = [f"0-{n}" for n in values if float(n) > 0]
+    return [*(f"{n}-" for n in values), *(f"-{n}" for n in values), *below, *ranges]
 
 
 def _one_of(values: Sequence[str]) -> str:
