@@ -219,11 +219,12 @@ def render_markdown(r: ExperimentReport) -> str:
         "products of.", "",
         "Completion: ended by `terminate` after an accepted recommendation. Accepted calls: "
         "calls the environment ran. Shown ids: calls naming ids whose every id the episode had "
-        "shown.", "",
+        "shown. Filters read: first searches with the price bound and services the request "
+        "states.", "",
         "| arm | decoding | train rows (tasks) | tokens trained | ASR | − base | "
         + "".join(f"− {p} | " for p in floors)
-        + "completion | accepted calls | shown ids |",
-        "|---|---|---:|---:|---:|---:|" + "---:|" * len(floors) + "---:|---:|---:|",
+        + "completion | accepted calls | shown ids | filters read |",
+        "|---|---|---:|---:|---:|---:|" + "---:|" * len(floors) + "---:|---:|---:|---:|",
     ]  # fmt: skip
     for a in r.arms:
         m = a.table.metrics
@@ -237,16 +238,17 @@ def render_markdown(r: ExperimentReport) -> str:
             + "".join(f"{_cell(a.minus_baselines.get(p, {}).get('asr'), True)} | "
                       for p in floors)
             + f"{_cell(m.get('completion'))} | {_cell(m.get('accepted_calls'))} | "
-            f"{_cell(m.get('shown_ids'))} |"
+            f"{_cell(m.get('shown_ids'))} | {_cell(m.get('filters_read'))} |"
         )  # fmt: skip
     if r.baselines:
         lines += ["", "Scripted baselines on the same tasks, limits and episode keys:", "",
-                  "| policy | ASR | completion | accepted calls | shown ids |",
-                  "|---|---:|---:|---:|---:|"]  # fmt: skip
+                  "| policy | ASR | completion | accepted calls | shown ids | filters read |",
+                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
         for floor in r.baselines:
             m = floor.table.metrics
             lines.append(f"| {floor.policy} | {_cell(m.get('asr'))} | {_cell(m.get('completion'))} "
-                         f"| {_cell(m.get('accepted_calls'))} | {_cell(m.get('shown_ids'))} |")
+                         f"| {_cell(m.get('accepted_calls'))} | {_cell(m.get('shown_ids'))} "
+                         f"| {_cell(m.get('filters_read'))} |")  # fmt: skip
     mde = next((a.table for a in r.arms if a.arm == BASE), first).mde  # at the base's rate
     lines += [""] if r.baselines else []
     lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "

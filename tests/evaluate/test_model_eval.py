@@ -157,6 +157,42 @@ def test_accepted_calls_shown_ids_and_completion_count_what_was_done(env, heldou
     assert silent.overall.metrics["shown_ids"] is None
 
 
+BAG = "A backpack under 500 pesos, with cash on delivery?"
+PLAIN = "Need to order heavy duty adjustable dumbbells."
+
+
+@pytest.mark.parametrize(
+    ("query", "arguments", "read"),
+    [
+        (BAG, {"price": "0-500", "service": "COD"}, True),
+        (BAG, {"price": "-500", "service": "COD"}, True),  # the same bound
+        (BAG, {"price": "500-", "service": "COD"}, False),  # upper written as lower
+        (BAG, {"price": "-500"}, False),  # a service left out
+        (PLAIN, {}, True),
+        (PLAIN, {"price": "100-101"}, False),  # a price never asked for
+        (PLAIN, {"service": "default"}, True),
+        (PLAIN, {"price": "9-1"}, False),  # not a range the search reads
+    ],
+)  # fmt: skip
+def test_filters_read_compares_the_first_search_with_the_request(  # type: ignore[no-untyped-def]
+    env, heldout: Path, query: str, arguments: dict, read: bool
+) -> None:
+    from shopbench.agents.registry import make_policy
+    from shopbench.evaluate.runner import run_evaluation
+    from shopbench.evaluate.trained.reading import filters_read
+    from shopbench.records.trajectory import ToolLogEntry
+
+    played = run_evaluation(env, _tasks(heldout)[:1], lambda k: make_policy("greedy"))[0][0]
+    first = ToolLogEntry(turn=1, name="find_product", arguments={"q": "x", "page": 1, **arguments},
+                         result_digest="d", error=None, latency_ms=0)  # fmt: skip
+    later = first.model_copy(update={"turn": 2, "arguments": {"q": "x", "page": 2}})
+    t = played.model_copy(update={"query": query, "intent": "product", "tool_log": [first, later]})
+    assert filters_read(t) is read
+    assert per_task([t], 1)[1]["filters_read"] == ([int(read)], [1])
+    assert filters_read(t.model_copy(update={"tool_log": []})) is None  # no search: undefined
+    assert filters_read(t.model_copy(update={"intent": "shop"})) is None  # several items
+
+
 def test_bad_inputs_are_named(
     catalog_dir: Path, heldout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     server,  # type: ignore[no-untyped-def]

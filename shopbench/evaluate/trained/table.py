@@ -21,6 +21,10 @@ Metrics (each a ratio of sums over tasks, see :mod:`shopbench.evaluate.intervals
 - ``shown_ids``: calls naming ids (``product_ids``, ``shop_id``) whose every id is one the
   episode showed / calls naming ids: whether the model copies ids or invents them.
   Undefined for a run that named none.
+- ``filters_read``: one-item product episodes whose first search used the price bound and
+  services the request states / such episodes that searched
+  (:func:`shopbench.evaluate.trained.reading.filters_read`): whether the model reads the
+  request's filters. Undefined without such an episode.
 
 Completion and format validity are reported apart from ASR: a small model can learn the
 protocol long before it learns to shop.
@@ -36,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shopbench.evaluate.intervals import BootstrapConfig, Estimate, bootstrap, paired_difference
 from shopbench.evaluate.metrics import attempt_counts, pass_at_k, pass_hat_k
 from shopbench.evaluate.power import detectable_difference, intra_cluster_correlation
+from shopbench.evaluate.trained.reading import filters_read
 from shopbench.records.trajectory import TerminationReason, Trajectory
 
 INVALID_ID = "invalid_id"
@@ -100,7 +105,7 @@ class DifferenceTable(BaseModel):
 def metric_names(samples: int) -> list[str]:
     """The table's metric names for K = `samples` (pass@K and pass^K only for K > 1)."""
     ks = [f"pass@{samples}", f"pass^{samples}"] if samples > 1 else []
-    return ["asr", "pass@1", *ks, "completion", "accepted_calls", "shown_ids"]
+    return ["asr", "pass@1", *ks, "completion", "accepted_calls", "shown_ids", "filters_read"]
 
 
 def completed(t: Trajectory) -> bool:
@@ -137,6 +142,8 @@ def per_task(
         naming = [e for e in calls if isinstance(e.arguments, dict)
                   and any(e.arguments.get(a) for a in ID_ARGUMENTS)]  # fmt: skip
         add("shown_ids", sum(e.error != INVALID_ID for e in naming), len(naming))
+        reads = [r for r in map(filters_read, ts) if r is not None]
+        add("filters_read", sum(reads), len(reads))
     return list(by_task), out
 
 
