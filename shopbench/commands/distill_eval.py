@@ -23,6 +23,8 @@ from shopbench.trajectory.loop import RunLimits
 _EVAL = Flags(ModelEvalConfig)
 _LIMITS = Flags(RunLimits)
 _BOOT = Flags(BootstrapConfig)
+JOURNAL_KEY = ("model", "baseline", "samples", "seed", "policy_options", "limits")
+"""What an evaluation's episodes depend on: a journal made under other values is refused."""
 
 
 def register_eval(distill_app: typer.Typer) -> None:
@@ -34,7 +36,10 @@ def register_eval(distill_app: typer.Typer) -> None:
         model: str = typer.Option(..., "--model", help="hf:PATH or openai:MODEL@URL"),
         tasks: Path = typer.Option(..., "--tasks", help="task file, e.g. the held-out split"),
         catalog: Path = catalog_option("catalog directory of the tasks"),
-        out: Path = typer.Option(..., "--out", help="directory for report.json/.md"),
+        out: Path = typer.Option(
+            ..., "--out", help="directory for report.json/.md; the same command resumes an "
+            "interrupted evaluation there (its journal, played.jsonl)",
+        ),  # fmt: skip
         baseline: str | None = _EVAL.option("baseline", "--baseline"),
         samples: int = _EVAL.option("samples", "--samples"),
         concurrency: int = _EVAL.option("concurrency", "--concurrency"),
@@ -60,8 +65,15 @@ def register_eval(distill_app: typer.Typer) -> None:
         from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec
         from shopbench.commands.evaluate import load_tasks
+        from shopbench.evaluate.trained.journal import (
+            appender,
+            by_agent,
+            close_journal,
+            open_journal,
+        )
         from shopbench.evaluate.trained.report import write_model_eval
         from shopbench.evaluate.trained.run import evaluate_model
+        from shopbench.records.trajectory import Trajectory
 
         options = policy_options or PolicyOptions()
         for spec in (model, baseline):
@@ -76,18 +88,39 @@ def register_eval(distill_app: typer.Typer) -> None:
         )  # fmt: skip
         env, chosen = load_tasks(catalog, tasks, limit, max_turns)
         runs = [model] + ([baseline] if baseline else [])
-        if quiet:
-            report, ts, base = evaluate_model(env, chosen, config, tasks_file=str(tasks))
-        else:
-            from shopbench.commands.progress import progress_bar
-
-            with progress_bar() as bar:
-                jobs = {s: bar.add_task(s, total=len(chosen) * samples) for s in runs}
+        # Every finished episode goes to a journal in --out: the same command resumes there.
+        asked = config.model_dump(mode="json", include=set(JOURNAL_KEY))
+        earlier, journal = open_journal(
+            out, {**asked, "tasks": [t.id for t in chosen], "max_turns": env.limits.max_turns}
+        )
+        played = by_agent(earlier)
+        if earlier:
+            typer.echo(f"resuming: {len(earlier)} episodes played before ({journal})", err=True)
+        with journal.open("a", encoding="utf-8") as keep:
+            add = appender(keep)
+            if quiet:
                 report, ts, base = evaluate_model(
-                    env, chosen, config, tasks_file=str(tasks),
-                    on_done=lambda spec, _t: bar.update(jobs[spec], advance=1),
-                )  # fmt: skip
+                    env, chosen, config, tasks_file=str(tasks), on_done=add, played=played
+                )
+            else:
+                from shopbench.commands.progress import progress_bar
+
+                with progress_bar() as bar:
+                    jobs = {
+                        s: bar.add_task(s, total=len(chosen) * samples,
+                                        completed=len(played.get(s, [])))
+                        for s in runs
+                    }  # fmt: skip
+
+                    def done(spec: str, t: Trajectory) -> None:
+                        add(spec, t)
+                        bar.update(jobs[spec], advance=1)
+
+                    report, ts, base = evaluate_model(
+                        env, chosen, config, tasks_file=str(tasks), on_done=done, played=played
+                    )
         write_model_eval(out, report, ts, base)
+        close_journal(journal)
         for warning in report.warnings:
             typer.echo(f"warning: {warning}", err=True)
         overall = report.model.overall.metrics

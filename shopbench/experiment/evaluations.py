@@ -19,6 +19,7 @@ from shopbench.distill.budget import TurnBudget
 from shopbench.distill.dataset import load_sft
 from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.intervals import BootstrapConfig
+from shopbench.evaluate.trained.journal import read_journal
 from shopbench.evaluate.trained.report import write_model_eval
 from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
 from shopbench.evaluate.trained.steps import step_accuracy
@@ -183,19 +184,3 @@ def _play_heldout(
         release_engines()  # the next stage may train, and the kept keys and values are GBs
 
     stages.run(f"eval {key}", folder, work)
-
-
-def read_journal(path: Path) -> list[Trajectory]:
-    """The episodes an interrupted evaluation wrote to its journal, one JSON line each; a
-    line cut by the interruption (or otherwise unreadable) is left out and played again."""
-    if not path.is_file():
-        return []
-    # Not read_trajectories, which refuses a bad line: the run resumed appends after a torn
-    # line, so one can sit mid-file, and its episode is simply played again.
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(Trajectory.model_validate_json(line))
-        except ValueError:
-            continue
-    return out

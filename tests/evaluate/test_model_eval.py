@@ -122,6 +122,56 @@ def test_distill_eval_writes_the_table_with_the_baseline_and_contamination(
     assert "## voucher" in md and "1 of 9 evaluation queries overlap" in md
 
 
+def test_an_interrupted_distill_eval_resumes_from_its_journal(
+    catalog_dir: Path, heldout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shopbench.evaluate.trained.run as run_module
+    from shopbench.evaluate.trained.journal import JOURNAL, KEY
+
+    out = tmp_path / "run"
+    args = ["distill", "eval", "--model", "careful", "--baseline", "greedy", "--tasks",
+            str(heldout), "--catalog", str(catalog_dir), "--out", str(out), "--limit", "5",
+            "--quiet", "--resamples", "200", "--concurrency", "1"]  # fmt: skip
+    real = run_module.evaluate_model
+
+    class Stop(Exception):
+        pass
+
+    def interrupted(*a, on_done, **k):  # type: ignore[no-untyped-def]
+        seen = []
+
+        def done(spec: str, t: Trajectory) -> None:
+            on_done(spec, t)
+            seen.append(t)
+            if len(seen) == 7:  # the model's five, then two of the baseline's
+                raise Stop
+
+        return real(*a, on_done=done, **k)
+
+    monkeypatch.setattr(run_module, "evaluate_model", interrupted)
+    with pytest.raises(Stop):
+        main(args)
+    journal = [Trajectory.model_validate_json(x) for x in (out / JOURNAL).read_text().splitlines()]
+    assert [t.agent for t in journal] == ["careful"] * 5 + ["greedy"] * 2
+    monkeypatch.setattr(run_module, "evaluate_model", real)
+    with pytest.raises(SystemExit):
+        main([*args, "--max-turns", "3"])  # other limits: not this journal's run
+    assert "holds the journal of another evaluation (differs in: max_turns)" in (
+        capsys.readouterr().err)  # fmt: skip
+
+    main(args)
+    assert "resuming: 7 episodes played before" in capsys.readouterr().err
+
+    def read(name: str) -> list[Trajectory]:
+        return [Trajectory.model_validate_json(x) for x in (out / name).read_text().splitlines()]
+
+    ts, base = read("trajectories.jsonl"), read("baseline_trajectories.jsonl")
+    assert ts == journal[:5] and base[:2] == journal[5:]  # kept, not played again
+    assert len(base) == 5
+    assert not (out / JOURNAL).exists() and not (out / KEY).exists()  # finished: gone
+
+
 def test_accepted_calls_shown_ids_and_completion_count_what_was_done(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]
     from shopbench.agents.registry import make_policy
     from shopbench.evaluate.runner import run_evaluation

@@ -403,7 +403,7 @@ def test_an_evaluation_s_journal_keeps_every_whole_line_and_drops_a_torn_one(
     tmp_path: Path,
 ) -> None:
     from shopbench.archive.store import read_store
-    from shopbench.experiment.evaluations import read_journal
+    from shopbench.evaluate.trained.journal import read_journal
 
     journal = tmp_path / "curated.played.jsonl"
     assert read_journal(journal) == []
