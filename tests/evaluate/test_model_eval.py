@@ -170,6 +170,11 @@ def test_an_interrupted_distill_eval_resumes_from_its_journal(
     assert ts == journal[:5] and base[:2] == journal[5:]  # kept, not played again
     assert len(base) == 5
     assert not (out / JOURNAL).exists() and not (out / KEY).exists()  # finished: gone
+    # A run that stopped before its first episode leaves nothing to keep: other options go on.
+    (out / JOURNAL).write_text("")
+    (out / KEY).write_text('{"model": "another"}')
+    main([*args, "--max-turns", "3"])
+    assert not (out / JOURNAL).exists()
 
 
 def test_accepted_calls_shown_ids_and_completion_count_what_was_done(env, heldout: Path) -> None:  # type: ignore[no-untyped-def]

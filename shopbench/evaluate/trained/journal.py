@@ -51,11 +51,13 @@ def by_agent(played: list[Trajectory]) -> dict[str, list[Trajectory]]:
 
 def open_journal(folder: Path, key: Mapping[str, Any]) -> tuple[list[Trajectory], Path]:
     """The episodes `folder`'s journal holds for the run asked `key` (none for a new one), and
-    the journal's path; ModelEvalError when the folder's journal is another run's."""
+    the journal's path; ModelEvalError when the folder's journal holds episodes of another
+    run (one that stopped before any episode, a bad model path say, is simply replaced)."""
     path = folder / JOURNAL
     key_file = folder / KEY
     wanted = json.loads(json.dumps(key, sort_keys=True, default=str))
-    if path.is_file() and key_file.is_file():
+    earlier = read_journal(path)
+    if earlier and key_file.is_file():
         try:
             kept = json.loads(key_file.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as e:
@@ -66,7 +68,7 @@ def open_journal(folder: Path, key: Mapping[str, Any]) -> tuple[list[Trajectory]
                 f"{folder} holds the journal of another evaluation (differs in: "
                 f"{', '.join(changed)}); give another --out, or the same options"
             )
-        return read_journal(path), path
+        return earlier, path
     folder.mkdir(parents=True, exist_ok=True)
     key_file.write_text(json.dumps(wanted, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     path.unlink(missing_ok=True)  # a journal without its key: nothing says what it played
