@@ -62,6 +62,7 @@ def register_eval(distill_app: typer.Typer) -> None:
     ) -> None:
         """Evaluate a model (and a baseline): ASR, pass@1/pass@K, pass^K, completion, accepted
         calls and shown ids, per intent, with bootstrap intervals; report.json and report.md."""
+        from shopbench.agents.local.grammar import GRAMMAR_VERSION
         from shopbench.agents.options import check_applies
         from shopbench.agents.registry import check_spec
         from shopbench.commands.evaluate import load_tasks
@@ -90,9 +91,10 @@ def register_eval(distill_app: typer.Typer) -> None:
         runs = [model] + ([baseline] if baseline else [])
         # Every finished episode goes to a journal in --out: the same command resumes there.
         asked = config.model_dump(mode="json", include=set(JOURNAL_KEY))
-        earlier, journal = open_journal(
-            out, {**asked, "tasks": [t.id for t in chosen], "max_turns": env.limits.max_turns}
-        )
+        earlier, journal = open_journal(out, {
+            **asked, "tasks": [t.id for t in chosen], "max_turns": env.limits.max_turns,
+            "grammar": GRAMMAR_VERSION,
+        })  # fmt: skip
         played = by_agent(earlier)
         if earlier:
             typer.echo(f"resuming: {len(earlier)} episodes played before ({journal})", err=True)

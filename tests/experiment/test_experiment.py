@@ -262,6 +262,8 @@ def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
     (distinct tasks first), curated-2 trains curated's rows under the next seed, each arm is
     evaluated constrained and then free, and the scripted baselines play the same tasks
     first; the report has a row for each and each arm's difference to each baseline."""
+    from shopbench.agents.local.grammar import GRAMMAR_VERSION
+
     config = _config(
         tmp_path, archive, catalog_dir, tiny, arms=["curated", "base", "curated-2", "prompted"],
         train={"config": "smollm2-lora", "overrides": TRAIN, "tokens": 3000},
@@ -295,6 +297,11 @@ def test_arms_at_equal_tokens_each_decoding_and_the_scripted_baselines(
                    (out / "eval" / "base" / "trajectories.jsonl").read_text().splitlines()]
     assert all(e["error"] is None for t in constrained for e in t["tool_log"])
     assert first["table"]["metrics"]["accepted_calls"]["value"] == 1.0
+    said = {d: json.loads((out / "eval" / k / "report.json").read_text())
+            for d, k in (("constrained", "base"), ("free", "base@free"))}  # fmt: skip
+    assert (said["constrained"]["decoding"], said["constrained"]["grammar"]) == (
+        "constrained", GRAMMAR_VERSION)  # fmt: skip
+    assert (said["free"]["decoding"], said["free"]["grammar"]) == (None, None)
     trained = {a["arm"]: a for a in report["arms"] if a["decoding"] == "constrained"}
     assert trained["curated-2"]["files"]["sample"] == trained["curated"]["files"]["sample"]
     assert {"curated-2 − curated (constrained)", "curated − prompted (free)"} <= set(

@@ -43,6 +43,9 @@ PRICE_PATTERN = rf"^({_AMOUNT}-({_AMOUNT})?|-{_AMOUNT})$"
 (``"-500"``, an upper bound alone)."""
 WRITTEN_FORMS = {'"lo-hi"': PRICE_PATTERN}
 """Patterns of the forms a description says an argument is ``written`` in."""
+GRAMMAR_VERSION = 2
+"""The grammar's revision, recorded in every evaluation decoded under it: 1 took a price as
+``lo-hi`` or ``lo-``; 2 takes ``-hi`` too (and ``grounded`` prices)."""
 MAX_NUMBERS = 8
 """Numbers of the customer's messages a grounded price may be built from (the first ones)."""
 Decoding = Literal["free", "constrained", "grounded"]

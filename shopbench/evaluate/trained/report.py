@@ -90,6 +90,9 @@ def render_markdown(r: ModelEvalReport) -> str:
     ]
     if r.baseline:
         lines.append(f"Baseline: `{r.baseline.policy}`.")
+    if r.decoding:
+        grammar = f" (grammar {r.grammar})" if r.grammar is not None else ""
+        lines.append(f"Decoding: {r.decoding}{grammar}.")
     lines += ["", "## Overall", ""]
     lines += _table(
         r, r.model.overall, r.baseline.overall if r.baseline else None,

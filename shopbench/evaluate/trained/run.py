@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shopbench.agents.local.grammar import GRAMMAR_VERSION, GRAMMARS
 from shopbench.agents.options import PolicyOptions, check_applies
 from shopbench.agents.registry import API_KEY_VARIABLES, check_spec, make_policy
 from shopbench.errors import ShopbenchError
@@ -98,6 +99,13 @@ class ModelEvalReport(BaseModel):
         default=None, description="turns without a tool call that ran before an episode ends"
     )
     max_tokens: int | None = Field(default=None, description="tokens a turn (None: the policy's)")
+    decoding: str | None = Field(
+        default=None, description="how a local model decoded its calls (None: free)"
+    )
+    grammar: int | None = Field(
+        default=None, description="the revision of the grammar constrained calls were decoded "
+        "under (shopbench.agents.local.grammar.GRAMMAR_VERSION); None when free",
+    )  # fmt: skip
     splits: dict[str, int]
     level: float = Field(description="confidence level of every interval")
     resamples: int
@@ -271,6 +279,8 @@ def evaluate_model(
         max_turns=env.limits.max_turns,
         max_idle_turns=config.limits.max_idle_turns,
         max_tokens=config.policy_options.max_tokens,
+        decoding=config.policy_options.decoding,
+        grammar=GRAMMAR_VERSION if config.policy_options.decoding in GRAMMARS else None,
         splits=dict(Counter(t.split for t in tasks)),
         level=boot.level,
         resamples=boot.resamples,
