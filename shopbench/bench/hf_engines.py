@@ -122,6 +122,18 @@ class EngineFigure(PlayedFigure):
     first_difference: str | None = Field(
         default=None, description="where the first differing episode parts from the reference"
     )
+    engine_s: float = Field(description="seconds inside the engine's generate calls")
+    prefill_s: float = Field(
+        description="of engine_s, until each call's first new token: the prompts' prefill"
+    )
+    mask_s: float = Field(
+        description="of engine_s, in the logits processors (the grammar masks of constrained "
+        "rows)"
+    )
+    prefill_tokens: int = Field(
+        description="prompt positions the engine ran (padding to a batch's longest row "
+        "included; kept or cached ones not)"
+    )
 
 
 class EnginesBenchResult(BaseModel):
@@ -190,6 +202,10 @@ def run(cfg: EnginesBenchConfig) -> EnginesBenchResult:
                 solved=sum(1 for t in runs if t.outcome.success),
                 same_as_reference=all(same), same_episodes=sum(same),
                 first_difference=first_difference(runs, reference),
+                engine_s=round(engine.stats.seconds, 2),
+                prefill_s=round(engine.stats.prefill_seconds, 2),
+                mask_s=round(engine.stats.mask_seconds, 2),
+                prefill_tokens=engine.stats.prefill_tokens,
             ))  # fmt: skip
     finally:
         torch.set_num_threads(before)

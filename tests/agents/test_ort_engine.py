@@ -126,6 +126,11 @@ def test_the_engines_bench_compares_onnx_with_transformers(
     assert list(figures) == ["float32:1", "onnx:1"]
     assert figures["onnx:1"]["same_as_reference"] is True
     assert figures["onnx:1"]["new_tokens"] == figures["float32:1"]["new_tokens"] > 0
+    for f in figures.values():  # where the engine's time went: prefill, processors, the rest
+        assert 0 < f["prefill_s"] <= f["engine_s"] and f["mask_s"] == 0  # free: no mask
+        assert f["prefill_tokens"] > 0
+    # The onnx engine keeps nothing across turns: it runs every prompt position again.
+    assert figures["onnx:1"]["prefill_tokens"] > figures["float32:1"]["prefill_tokens"]
     with pytest.raises(SystemExit):
         main(["bench", "hf-engines", "--model", str(hf.path), "--catalog", str(catalog_dir),
               "--tasks", str(task_file), "--setting", "onnx:1:buffered"])  # fmt: skip
@@ -152,5 +157,6 @@ def test_a_quantized_export_plays_beside_float32_with_its_outcomes_compared(
     assert list(figures) == ["onnx:1", "onnx-int4:1"]
     assert figures["onnx-int4:1"]["episodes"] == 2 and figures["onnx-int4:1"]["new_tokens"] > 0
     assert isinstance(figures["onnx-int4:1"]["same_as_reference"], bool)
+    assert all(f["mask_s"] > 0 for f in figures.values())  # constrained: the grammar's time
     with pytest.raises(SystemExit):
         main(["distill", "export-onnx", "--model", str(hf.path), "--precision", "int2"])

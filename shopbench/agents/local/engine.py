@@ -29,7 +29,7 @@ from shopbench.agents.local.kvstore import KVEntry, KVStore
 from shopbench.agents.local.request import EngineStats as EngineStats
 from shopbench.agents.local.request import GenRequest as GenRequest  # where callers import it
 from shopbench.agents.local.request import GenResult as GenResult
-from shopbench.agents.local.text import EngineText
+from shopbench.agents.local.text import EngineText, StepClock
 
 if TYPE_CHECKING:
     from shopbench.agents.local.ort_engine import ORTEngine
@@ -95,7 +95,7 @@ class HFEngine(EngineText):
             with self._lock:
                 return self._generate_kept(requests)
         import torch
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         with self._lock:
             start = time.perf_counter()
@@ -114,7 +114,7 @@ class HFEngine(EngineText):
                 mask[i, width - len(rest) :] = 1
             cache = self._prefix_cache(shared, len(requests))
             budget = max(r.max_new_tokens for r in requests)
-            processors = self._processors(requests)
+            clock = StepClock(self._processors(requests))
             config = GenerationConfig(
                 max_new_tokens=budget,
                 do_sample=False,
@@ -126,9 +126,10 @@ class HFEngine(EngineText):
                     input_ids=ids,
                     attention_mask=mask,
                     generation_config=config,
-                    logits_processor=processors,
+                    logits_processor=LogitsProcessorList([clock]),
                     **({self._cache_argument: cache} if cache is not None else {}),
                 )
+            clock.record(self.stats, start, len(requests) * tail)
             results = [
                 self._result(r, out[i, width:].tolist()) for i, r in enumerate(requests)
             ]
@@ -149,7 +150,7 @@ class HFEngine(EngineText):
         as if it were alone and unpadded."""
         import numpy as np
         import torch
-        from transformers import DynamicCache, GenerationConfig
+        from transformers import DynamicCache, GenerationConfig, LogitsProcessorList
 
         start = time.perf_counter()
         assert self.kv_store is not None
@@ -192,7 +193,7 @@ class HFEngine(EngineText):
                         keys[i, :, width_c - n :] = k[:, :n]
                         values[i, :, width_c - n :] = v[:, :n]
                 cache.update(keys, values, layer)
-        processors = self._processors(requests)
+        clock = StepClock(self._processors(requests))
         config = GenerationConfig(  # type: ignore[no-untyped-call]
             max_new_tokens=longest, do_sample=False,
             eos_token_id=sorted(self.stop_ids), pad_token_id=self.pad_id,
@@ -201,9 +202,10 @@ class HFEngine(EngineText):
         with torch.inference_mode():
             out = self.model.generate(
                 input_ids=ids, attention_mask=mask, generation_config=config,
-                logits_processor=processors,
+                logits_processor=LogitsProcessorList([clock]),
                 **({self._cache_argument: cache} if cache is not None else {}),
             )  # fmt: skip
+        clock.record(self.stats, start, rows * width_r)
         sequences = out.sequences
         results = [self._result(r, sequences[i, width:].tolist()) for i, r in enumerate(requests)]
         self._keep(out, requests, results, reused, rests, width_c, width)

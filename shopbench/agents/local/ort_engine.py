@@ -30,7 +30,7 @@ from typing import Any, Literal
 from shopbench.agents.errors import LocalModelError
 from shopbench.agents.local.config import check_model_dir
 from shopbench.agents.local.request import EngineStats, GenRequest, GenResult
-from shopbench.agents.local.text import EngineText
+from shopbench.agents.local.text import EngineText, StepClock
 
 ONNX_FOLDER = "onnx"
 """The folder inside a model directory the export writes to by default, and the engine reads."""
@@ -149,12 +149,15 @@ class ORTEngine(EngineText):
             params.set_search_options(
                 max_length=width + budget, batch_size=len(requests), do_sample=False
             )
+            clock = StepClock(self._processors(requests))
             try:
                 generator = self._og.Generator(self.model, params)
-                generator.append_tokens(ids)
-                tokens = self._decode(generator, requests, width, budget)
+                generator.append_tokens(ids)  # the prefill: the first step's logits
+                clock.first = time.perf_counter()
+                tokens = self._decode(generator, requests, width, budget, clock)
             except RuntimeError as e:
                 raise LocalModelError(f"{self.onnx_dir}: onnxruntime-genai failed ({e})") from None
+            clock.record(self.stats, start, len(requests) * width)
             results = [self._result(r, t) for r, t in zip(requests, tokens, strict=True)]
             self.stats.calls += 1
             self.stats.rows += len(requests)
@@ -163,16 +166,16 @@ class ORTEngine(EngineText):
             return results
 
     def _decode(
-        self, generator: Any, requests: list[GenRequest], width: int, budget: int
+        self, generator: Any, requests: list[GenRequest], width: int, budget: int,
+        processors: StepClock,
     ) -> list[list[int]]:
         """Each row's generated ids, step by step until every row has stopped or reached its
         limit; the batch's logits pass through its processors first when it has any."""
         import numpy as np
 
-        processors = self._processors(requests)
         rows = len(requests)
         seen = None
-        if processors:
+        if processors.inner:
             import torch
 
             # What the processors read of the sequences so far: their length and last token.

@@ -40,4 +40,12 @@ class EngineStats:
     new_tokens: int = 0
     cached_prompt_tokens: int = 0
     """Prompt tokens served from the shared-prefix cache instead of being processed."""
+    prefill_tokens: int = 0
+    """Prompt positions run through the model before the first new token (padding included:
+    a batch's rows are padded to its longest)."""
     seconds: float = 0.0
+    prefill_seconds: float = 0.0
+    """Of `seconds`, the time until each call's first new token: the prompts' prefill."""
+    mask_seconds: float = 0.0
+    """Of `seconds`, the time spent in logits processors (a constrained row's grammar mask,
+    a sampled row's draw)."""

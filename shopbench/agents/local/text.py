@@ -9,6 +9,7 @@ same prompt ids and write the same text for the same tokens.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from shopbench.agents.errors import LocalModelError
 from shopbench.agents.format.markers import END_OF_TEXT, TURN_CLOSE
 from shopbench.agents.format.render import render_prompt
 from shopbench.agents.format.tokens import REPLY_TOKENS
-from shopbench.agents.local.request import GenRequest, GenResult
+from shopbench.agents.local.request import EngineStats, GenRequest, GenResult
 from shopbench.chat import ChatMessage
 
 _END_OF_TURN = (TURN_CLOSE, "<|eot_id|>", END_OF_TEXT)  # ChatML's, Llama 3's, the document's
@@ -112,6 +113,32 @@ def logits_processors(requests: list[GenRequest], grammar_tokenizer: Any) -> Any
     if any(r.temperature > 0 for r in requests):
         processors.append(RowSampler(requests))
     return processors
+
+
+class StepClock:
+    """A logits processor that changes nothing and times the call around it: when the first
+    step's logits arrived (the prompts' prefill is done by then) and how long `inner`, the
+    batch's own processors, took over all steps."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.first: float | None = None
+        self.in_processors = 0.0
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        now = time.perf_counter()
+        if self.first is None:
+            self.first = now
+        if self.inner:
+            scores = self.inner(input_ids, scores)
+            self.in_processors += time.perf_counter() - now
+        return scores
+
+    def record(self, stats: EngineStats, start: float, prefill_tokens: int) -> None:
+        """Add this call's prefill and processor time (`start`: when the call began)."""
+        stats.prefill_tokens += prefill_tokens
+        stats.prefill_seconds += (self.first or time.perf_counter()) - start
+        stats.mask_seconds += self.in_processors
 
 
 class RowSampler:
