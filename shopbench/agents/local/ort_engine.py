@@ -10,7 +10,8 @@ batch whose rows are all greedy and free runs onnxruntime-genai's own argmax; a 
 constrained or a sampled row reads each step's logits, applies the same logits processors as
 the transformers engine (the row's llguidance grammar, the row's seeded draw) and hands them
 back, so the argmax takes the token they leave. Nothing is kept across calls: each turn
-prefills its whole prompt (prefill is cheap beside decoding here).
+prefills its whole prompt, which on multi-turn episodes is most of this engine's time
+(``shopbench bench hf-engines`` reports the split: prefill, logits processors, decoding).
 
 onnxruntime-genai is imported when an engine is made, not before.
 """
