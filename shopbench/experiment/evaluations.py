@@ -19,7 +19,7 @@ from shopbench.distill.budget import TurnBudget
 from shopbench.distill.dataset import load_sft
 from shopbench.env.env import ShoppingEnv
 from shopbench.evaluate.intervals import BootstrapConfig
-from shopbench.evaluate.trained.journal import read_journal
+from shopbench.evaluate.trained.journal import appender, read_journal
 from shopbench.evaluate.trained.report import write_model_eval
 from shopbench.evaluate.trained.run import ModelEvalConfig, evaluate_model
 from shopbench.evaluate.trained.steps import step_accuracy
@@ -167,10 +167,10 @@ def _play_heldout(
         done = [len(earlier)]
         journal.parent.mkdir(parents=True, exist_ok=True)
         with journal.open("a", encoding="utf-8") as keep:
+            add = appender(keep)
 
-            def tick(_spec: str, t: Trajectory) -> None:
-                keep.write(t.model_dump_json() + "\n")
-                keep.flush()
+            def tick(spec_: str, t: Trajectory) -> None:
+                add(spec_, t)
                 done[0] += 1
                 if done[0] % 25 == 0:
                     stages.log(f"eval {key}: {done[0]}/{len(tasks) * spec.samples} episodes")

@@ -14,6 +14,7 @@ from support.local_model import tiny_engine
 from shopbench.agents.local.config import HFPolicyConfig
 from shopbench.agents.local.engine import HFEngine
 from shopbench.agents.local.grammar import (
+    MAX_NUMBERS,
     PRICE_PATTERN,
     GrammarTokenizer,
     call_schema,
@@ -108,6 +109,11 @@ def test_grounded_prices_are_built_from_the_numbers_the_customer_wrote() -> None
     assert "1640.50-1073" not in choices and "777-" not in choices  # low above high; a tool's
     assert "0-1073" in choices and len(choices) == 3 + 3 + 3 + 3
     assert price_choices([]) == []
+    # A hostile request: a number too long to be a price, and more numbers than a grammar needs.
+    flood = ChatMessage(role="user", content="9" * 5000 + " " + " ".join(map(str, range(50))))
+    numbers = customer_numbers([flood])
+    assert numbers == [str(n) for n in range(MAX_NUMBERS)]
+    assert len(price_choices(numbers)) < 100
 
 
 def test_a_grounded_grammar_writes_the_customers_price_and_no_invented_one(

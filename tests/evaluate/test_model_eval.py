@@ -227,6 +227,10 @@ PLAIN = "Need to order heavy duty adjustable dumbbells."
         (PLAIN, {"price": "100-101"}, False),  # a price never asked for
         (PLAIN, {"service": "default"}, True),
         (PLAIN, {"price": "9-1"}, False),  # not a range the search reads
+        (PLAIN, {"price": 120}, False),  # what a miner wrote, whatever its type
+        (PLAIN, {"price": "9" * 5000 + "-"}, False),
+        (PLAIN, {"service": ["COD"]}, False),
+        (PLAIN, {"price": {"lo": 1}}, False),
     ],
 )  # fmt: skip
 def test_filters_read_compares_the_first_search_with_the_request(  # type: ignore[no-untyped-def]

@@ -54,6 +54,8 @@ call under the grammar of the tool schemas, ids held to those shown) or ``ground
 (constrained, and a price's bounds held to the numbers the customer wrote)."""
 GRAMMARS: dict[Decoding, bool] = {"constrained": False, "grounded": True}
 """The decodings that build a grammar, each with whether its prices are grounded."""
+MAX_DIGITS = 12
+"""Characters of a number a grounded price may take (a longer run of digits is not a price)."""
 _NUMBER = re.compile(r"(?<![\w.])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?")
 _PRODUCT_ID = re.compile(r'"product_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
 _SHOP_ID = re.compile(r'"shop_id"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
@@ -82,7 +84,8 @@ def customer_numbers(messages: Iterable[ChatMessage]) -> list[str]:
     for m in messages:
         if m.role == "user" and m.content:
             for n in _NUMBER.findall(m.content):
-                found.setdefault(n.replace(",", ""))
+                if len(n) <= MAX_DIGITS:
+                    found.setdefault(n.replace(",", ""))
     return list(found)[:MAX_NUMBERS]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from shopbench.agents.reference.query_reading import read_query
+from shopbench.agents.reference.session import Session
 from shopbench.catalog.search.filters import parse_price
 from shopbench.errors import ShopbenchError
 from shopbench.records.tools import Tool
@@ -47,13 +48,7 @@ def requested_filters(query: str) -> Filters:
     items = read_query(query).items
     if not items:
         return None, frozenset()
-    item = items[0]
-    args: dict[str, Any] = {}
-    if item.price is not None:
-        args["price"] = item.price.filter()
-    if item.services:
-        args["service"] = ",".join(item.services)
-    found = search_filters(args)
+    found = search_filters(Session.search_args(items[0], items[0].phrase))
     return found if found is not None else (None, frozenset())
 
 
