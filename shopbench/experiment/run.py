@@ -80,6 +80,11 @@ EXECUTION_KEYS = frozenset({"eval.concurrency", "eval.turn_timeout_s"})
 draws fresh opaque product ids (its own tokens), so no two runs of an evaluation see the
 same observations, and the episodes a run plays at once are a matter of speed alone. A
 change to them alone keeps every stage, an evaluation's journal included."""
+ORDER_KEYS = frozenset({"arms", "eval.baselines", "eval.decoding"})
+"""Config lists whose order says when each entry runs, not what it measures: an arm trains
+on its own rows under its own seed and is evaluated on the same held-out tasks whichever
+runs first. Reordering them alone keeps every stage (put the arm whose answer is wanted
+first at the front of a running experiment)."""
 SETTLED_FILES = ("heldout.jsonl", "heldout.json", "budget.json")
 """The files a change of the evaluation keys removes, to be settled again."""
 
@@ -92,13 +97,19 @@ def _at(config: dict[str, Any], dotted: str) -> Any:
     return value
 
 
-def _results_part(config: dict[str, Any], key: str) -> Any:
-    """`config`'s `key`, less the execution-only keys under it."""
-    value = config.get(key)
-    if isinstance(value, dict):
-        inner = {f"{key}.{k}" for k in value} & EXECUTION_KEYS
-        return {k: v for k, v in value.items() if f"{key}.{k}" not in inner}
-    return value
+def _measured(config: dict[str, Any]) -> dict[str, Any]:
+    """What `config` measures: less its execution keys, its order keys' lists as sets."""
+
+    def part(value: Any, prefix: str) -> Any:
+        if isinstance(value, dict):
+            return {k: part(v, f"{prefix}{k}") for k, v in value.items()
+                    if f"{prefix}{k}" not in EXECUTION_KEYS}  # fmt: skip
+        if prefix.rstrip(".") in ORDER_KEYS and isinstance(value, list):
+            return sorted(value, key=str)
+        return value
+
+    return {k: (part(v, f"{k}.") if isinstance(v, dict) else part(v, k))
+            for k, v in config.items()}  # fmt: skip
 
 
 def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
@@ -114,13 +125,19 @@ def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
         # removed fails validation: compared as written, so named as a difference.
         with contextlib.suppress(ValidationError):
             theirs = ExperimentConfig.model_validate(theirs).model_dump(mode="json")
+        measured, started = _measured(mine), _measured(theirs)
         changed = sorted(k for k in set(mine) | set(theirs)
-                         if _results_part(mine, k) != _results_part(theirs, k))  # fmt: skip
+                         if measured.get(k) != started.get(k))  # fmt: skip
         if not changed:
             if mine != theirs:
                 faster = [k for k in sorted(EXECUTION_KEYS) if _at(mine, k) != _at(theirs, k)]
-                log(f"the config's {' and '.join(faster)} changed: kept, for it changes how "
-                    "fast the evaluations run, not what they measure")  # fmt: skip
+                order = [k for k in sorted(ORDER_KEYS) if _at(mine, k) != _at(theirs, k)]
+                if faster:
+                    log(f"the config's {' and '.join(faster)} changed: kept, for it changes "
+                        "how fast the evaluations run, not what they measure")  # fmt: skip
+                if order:
+                    log(f"the config's {' and '.join(order)} reordered: kept, for the order "
+                        "says what runs first, not what is measured")  # fmt: skip
                 path.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")
             return
         if not set(changed) <= EVALUATION_KEYS:

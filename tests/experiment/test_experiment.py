@@ -201,6 +201,16 @@ def test_the_experiment_runs_every_arm_and_a_rerun_redoes_nothing(
     assert "the config's eval.concurrency changed: kept" in said
     assert {p: p.stat().st_mtime_ns for p in kept} == kept
     assert json.loads((out / "config.json").read_text())["eval"]["concurrency"] == 1
+    # The arms in another order say which runs first, not what is measured: nothing is redone.
+    reordered = _config(tmp_path, archive, catalog_dir, tiny, eval={"tasks": 2, "concurrency": 1},
+                        arms=["successes", "base", "unfiltered", "curated"])  # fmt: skip
+    assert _run("--config", str(reordered), "--out", str(out)) == 0
+    said = capsys.readouterr().out
+    assert "the config's arms reordered: kept" in said and "drawn again" not in said
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept
+    assert [a["arm"] for a in json.loads((out / "report.json").read_text())["arms"]] == [
+        "successes", "base", "unfiltered", "curated"
+    ]
     changed = _config(tmp_path, archive, catalog_dir, tiny, seed=1, eval={"tasks": 2})
     assert _run("--config", str(changed), "--out", str(out)) == 2
     assert "holds an experiment of another config (differs in: seed)" in capsys.readouterr().err
