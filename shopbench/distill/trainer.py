@@ -12,6 +12,7 @@ the ``deepspeed`` key).
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,8 @@ class TrainReport(BaseModel):
     tokens: int = Field(description="tokens of the train split (one epoch)")
     trained_tokens: int = Field(description="of those, tokens that take loss")
     steps: int = Field(description="optimizer steps run")
-    seen_tokens: int = Field(description="tokens the trainer processed (TRL's num_tokens)")
+    seen_tokens: int = Field(description="input tokens the trainer processed, padding left "
+                             "out, across every resumed start")
     train_s: float
     tokens_per_s: float
     train_loss: list[LossPoint]
@@ -115,6 +117,19 @@ def _dataset(samples: list[Any]) -> Any:
 
 def _losses(history: list[dict[str, Any]], key: str) -> list[LossPoint]:
     return [LossPoint(step=int(h["step"]), loss=float(h[key])) for h in history if key in h]
+
+
+def _checkpoint_tokens(checkpoints: Path) -> int:
+    """The input tokens the last checkpoint had seen (where a resumed training starts)."""
+    steps = [(int(p.name.rsplit("-", 1)[1]), p) for p in checkpoints.glob("checkpoint-*")
+             if p.name.rsplit("-", 1)[1].isdigit()]  # fmt: skip
+    if not steps:
+        return 0
+    state = max(steps)[1] / "trainer_state.json"
+    try:
+        return int(json.loads(state.read_text(encoding="utf-8")).get("num_input_tokens_seen", 0))
+    except (OSError, ValueError, TypeError):
+        return 0
 
 
 def _data_view(data: Path) -> ObservationView:
@@ -196,6 +211,9 @@ def train(
         deepspeed=config.deepspeed, dataloader_num_workers=config.dataloader_num_workers,
         packing=config.packing, max_length=samples.lengths.max_length,
         assistant_only_loss=False, disable_tqdm=not config.progress, **strategy,
+        # Kept in the trainer's state, so a resumed training counts from its checkpoint on
+        # (TRL's own num_tokens restarts from 0 at every start).
+        include_num_input_tokens_seen="non_padding",
         **_checkpointing(settled["gradient_checkpointing"]),
     )  # fmt: skip
     trainer = SFTTrainer(
@@ -207,6 +225,7 @@ def train(
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)
+    before = _checkpoint_tokens(checkpoints) if resume else 0
     started = time.perf_counter()
     trainer.train(resume_from_checkpoint=True if resume else None)
     train_s = time.perf_counter() - started
@@ -226,14 +245,14 @@ def train(
             if written is not None:
                 record_view(written, view)
     history = trainer.state.log_history
-    seen = max((int(h.get("num_tokens", 0)) for h in history), default=0)
+    seen = int(trainer.state.num_input_tokens_seen)
     report = TrainReport(
         model=model, data=str(data), out=str(out), lora=config.lora,
         device=settled["device"], config=config, lengths=samples.lengths,
         samples={"train": len(samples.train), "validation": len(samples.validation)},
         tokens=samples.tokens(), trained_tokens=samples.trained_tokens(),
         steps=trainer.state.global_step, seen_tokens=seen, train_s=round(train_s, 3),
-        tokens_per_s=round(seen / train_s, 1) if train_s > 0 else 0.0,
+        tokens_per_s=round((seen - before) / train_s, 1) if train_s > 0 else 0.0,
         train_loss=_losses(history, "loss"), eval_loss=_losses(history, "eval_loss"),
         model_dir=str(model_dir), merged_dir=str(merged_dir) if merged_dir else None,
         view=view.id,

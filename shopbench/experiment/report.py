@@ -221,7 +221,7 @@ def render_markdown(r: ExperimentReport) -> str:
         "calls the environment ran. Shown ids: calls naming ids whose every id the episode had "
         "shown. Filters read: first searches with the price bound and services the request "
         "states.", "",
-        "| arm | decoding | train rows (tasks) | tokens trained | ASR | − base | "
+        "| arm | decoding | train rows (tasks) | tokens in the rows | ASR | − base | "
         + "".join(f"− {p} | " for p in floors)
         + "completion | accepted calls | shown ids | filters read |",
         "|---|---|---:|---:|---:|---:|" + "---:|" * len(floors) + "---:|---:|---:|---:|",
@@ -231,8 +231,11 @@ def render_markdown(r: ExperimentReport) -> str:
         rows = "–" if a.train_rows is None else str(a.train_rows)
         if a.sample:
             rows += f" ({a.sample.get('tasks')})"
+        # The tokens of the rows the arm trains on (its sample); where there is no sample,
+        # the trainer's count of what it read.
+        tokens = a.sample.get("tokens") if a.sample else a.seen_tokens
         lines.append(
-            f"| {a.arm} | {a.decoding} | {rows} | {a.seen_tokens or '–'} | "
+            f"| {a.arm} | {a.decoding} | {rows} | {f'{tokens:,}' if tokens else '–'} | "
             f"{_cell(m.get('asr'))} | "
             f"{_cell(a.minus_base.get('asr'), True) if a.minus_base else '–'} | "
             + "".join(f"{_cell(a.minus_baselines.get(p, {}).get('asr'), True)} | "

@@ -90,6 +90,7 @@ def test_training_lowers_the_loss_and_resumes_from_its_checkpoint(
     assert report["lengths"]["max_length"] == 1400 and report["lengths"]["source"] == "config"
     assert sum(report["lengths"]["cut"].values()) == 3  # every episode is longer here
     assert report["trained_tokens"] < report["tokens"] and report["device"] == "cpu"
+    assert report["seen_tokens"] == 3 * report["tokens"]  # two rows a pass, six steps
     assert sorted(p.name for p in (out / "checkpoints").glob("checkpoint-*")) == [
         "checkpoint-3", "checkpoint-6",
     ]  # fmt: skip
@@ -100,6 +101,8 @@ def test_training_lowers_the_loss_and_resumes_from_its_checkpoint(
     assert resumed["steps"] == 8
     assert [p["step"] for p in resumed["train_loss"]] == list(range(1, 9))
     assert [p["loss"] for p in resumed["train_loss"]][:6] == losses
+    # The tokens seen count on from the checkpoint, not from the resumed start.
+    assert resumed["seen_tokens"] == 4 * resumed["tokens"]
 
 
 def test_a_saved_model_reloads_to_the_same_logits(sft: Path, tiny: Path, tmp_path: Path) -> None:
