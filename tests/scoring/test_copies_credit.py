@@ -59,7 +59,12 @@ class Improver(ScriptedPolicy):
 
 
 def _scored(t: Trajectory) -> Trajectory:
-    return t.model_copy(update={"score": 1.0 if t.success else 0.0})  # the outcome as score
+    """The outcome as score, and every turn answered in the same time: in-process policies
+    answer in microseconds, where whichever played first (its caches cold) would look the
+    slower on nearly every task; the timing evidence has tests of its own below."""
+    turns = [turn.model_copy(update={"policy_ms": 1.0}) for turn in t.timings.turns]
+    timings = t.timings.model_copy(update={"turns": turns})
+    return t.model_copy(update={"score": 1.0 if t.success else 0.0, "timings": timings})
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +97,7 @@ def test_a_miner_better_on_some_tasks_keeps_those_and_a_copy_keeps_nothing(
         book.record(uid, f"hk{uid}", 0, decisions[name], RULES.window_rounds)
     groups = book.groups(RULES, {0: 10, 1: 11, 2: 12})
     assert {u: g.of_uid for u, g in groups.items()} == {1: 0, 2: 0}
+    assert {g.by for g in groups.values()} == {"registration"}  # equal times: no evidence
     credit = {}
     for uid, name in enumerate(played):
         copied = book.copied_tasks(uid, groups[uid].of_uid, 0) if uid in groups else []
