@@ -14,8 +14,11 @@ PANEL = 360
 MARGIN = 50
 COLOURS = {
     "base": "#777777", "curated": "#1f77b4", "unfiltered": "#d62728",
-    "successes": "#2ca02c", "recovery": "#9467bd",
+    "successes": "#2ca02c", "recovery": "#9467bd", "curated-2": "#17becf",
+    "prompted": "#bcbd22",
 }  # fmt: skip
+CHAR_WIDTH = 5.5
+"""About how wide a character of the 10-point labels is drawn, to see when labels meet."""
 
 
 def _y(value: float, low: float, high: float) -> float:
@@ -46,10 +49,14 @@ def _asr_panel(r: ExperimentReport, x0: float) -> list[str]:
     bars = [(a.key or a.arm, COLOURS.get(a.arm, "black"), a.table) for a in r.arms]
     bars += [(b.policy, "grey", b.table) for b in r.baselines]
     step = PANEL / (len(bars) + 1)
+    names = [label for label, _, _ in bars]
+    # Labels that would meet their neighbour's go on two lines, every second one lower.
+    crowded = any((len(a) + len(b)) * CHAR_WIDTH / 2 > step - 4
+                  for a, b in zip(names, names[1:], strict=False))  # fmt: skip
     for i, (label, colour, table) in enumerate(bars, start=1):
         asr = table.metrics.get("asr")
         x = x0 + i * step
-        y = HEIGHT - MARGIN + 16 + (12 if i % 2 == 0 and len(bars) > 6 else 0)
+        y = HEIGHT - MARGIN + 16 + (12 if i % 2 == 0 and crowded else 0)
         out.append(f'<text x="{x:.1f}" y="{y}" font-size="10" '
                    f'text-anchor="middle">{escape(label)}</text>')  # fmt: skip
         if asr is None:

@@ -252,9 +252,14 @@ def render_markdown(r: ExperimentReport) -> str:
             lines.append(f"| {floor.policy} | {_cell(m.get('asr'))} | {_cell(m.get('completion'))} "
                          f"| {_cell(m.get('accepted_calls'))} | {_cell(m.get('shown_ids'))} "
                          f"| {_cell(m.get('filters_read'))} |")  # fmt: skip
-    mde = next((a.table for a in r.arms if a.arm == BASE), first).mde  # at the base's rate
+    # At the base's rate once it is evaluated; until then at the first row's, named.
+    at = next((a for a in r.arms if a.arm == BASE), r.arms[0] if r.arms else None)
+    mde = at.table.mde if at is not None else first.mde
+    rate = ("the base rate" if at is not None and at.arm == BASE
+            else f"{at.key or at.arm}'s rate" if at is not None
+            else f"{r.baselines[0].policy}'s rate")  # fmt: skip
     lines += [""] if r.baselines else []
-    lines += ["", f"Smallest ASR difference this set detects (80% power, at the base rate): "
+    lines += ["", f"Smallest ASR difference this set detects (80% power, at {rate}): "
               f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
     if r.pending:
         lines += [f"Not evaluated yet: {', '.join(r.pending)} (the folder resumes there).", ""]
