@@ -100,16 +100,15 @@ def _at(config: dict[str, Any], dotted: str) -> Any:
 def _measured(config: dict[str, Any]) -> dict[str, Any]:
     """What `config` measures: less its execution keys, its order keys' lists as sets."""
 
-    def part(value: Any, prefix: str) -> Any:
+    def part(value: Any, dotted: str) -> Any:
         if isinstance(value, dict):
-            return {k: part(v, f"{prefix}{k}") for k, v in value.items()
-                    if f"{prefix}{k}" not in EXECUTION_KEYS}  # fmt: skip
-        if prefix.rstrip(".") in ORDER_KEYS and isinstance(value, list):
+            return {k: part(v, f"{dotted}.{k}") for k, v in value.items()
+                    if f"{dotted}.{k}" not in EXECUTION_KEYS}  # fmt: skip
+        if dotted in ORDER_KEYS and isinstance(value, list):
             return sorted(value, key=str)
         return value
 
-    return {k: (part(v, f"{k}.") if isinstance(v, dict) else part(v, k))
-            for k, v in config.items()}  # fmt: skip
+    return {k: part(v, k) for k, v in config.items()}
 
 
 def _settle_folder(config: ExperimentConfig, out: Path, log: Log) -> None:
