@@ -120,14 +120,16 @@ def _losses(history: list[dict[str, Any]], key: str) -> list[LossPoint]:
 
 
 def _checkpoint_tokens(checkpoints: Path) -> int:
-    """The input tokens the last checkpoint had seen (where a resumed training starts)."""
-    steps = [(int(p.name.rsplit("-", 1)[1]), p) for p in checkpoints.glob("checkpoint-*")
-             if p.name.rsplit("-", 1)[1].isdigit()]  # fmt: skip
-    if not steps:
+    """The input tokens the checkpoint a resumed training starts from had seen (the one
+    ``resume_from_checkpoint=True`` picks)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(checkpoints))
+    if last is None:
         return 0
-    state = max(steps)[1] / "trainer_state.json"
     try:
-        return int(json.loads(state.read_text(encoding="utf-8")).get("num_input_tokens_seen", 0))
+        state = json.loads((Path(last) / "trainer_state.json").read_text(encoding="utf-8"))
+        return int(state.get("num_input_tokens_seen", 0))
     except (OSError, ValueError, TypeError):
         return 0
 

@@ -254,10 +254,9 @@ def render_markdown(r: ExperimentReport) -> str:
                          f"| {_cell(m.get('filters_read'))} |")  # fmt: skip
     # At the base's rate once it is evaluated; until then at the first row's, named.
     at = next((a for a in r.arms if a.arm == BASE), r.arms[0] if r.arms else None)
-    mde = at.table.mde if at is not None else first.mde
-    rate = ("the base rate" if at is not None and at.arm == BASE
-            else f"{at.key or at.arm}'s rate" if at is not None
-            else f"{r.baselines[0].policy}'s rate")  # fmt: skip
+    mde = first.mde if at is None else at.table.mde
+    whose = r.baselines[0].policy if at is None else at.key or at.arm
+    rate = "the base rate" if at is not None and at.arm == BASE else f"{whose}'s rate"
     lines += [""] if r.baselines else []
     lines += ["", f"Smallest ASR difference this set detects (80% power, at {rate}): "
               f"{mde:.3f}." if mde is not None else "", ""]  # fmt: skip
